@@ -1,0 +1,1 @@
+pub const ADAPTERS: &[(&str, &[u8])] = &[];
