@@ -1,1 +1,25 @@
-fn main() {}
+//! `chatmill`: turn AI chat history into retrieval-ready memory.
+//!
+//! This file only parses arguments, sets up logging, runs the command and
+//! maps the outcome to an exit code; everything else lives in the modules.
+
+mod cli;
+mod commands;
+mod context;
+mod render;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    render::init_tracing(cli.global.verbose);
+    match commands::run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            render::error(&e);
+            e.exit_code()
+        }
+    }
+}

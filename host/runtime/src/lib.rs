@@ -1,1 +1,40 @@
-//! placeholder
+//! The chatmill adapter runtime: loads export-format adapters (WebAssembly
+//! components implementing `wit/adapter.wit`) and runs them sandboxed.
+//!
+//! - [`Runtime`] owns the wasmtime engine, the linker and the compiled cache.
+//! - [`AdapterSet`] gathers built-in, user and dev adapters and picks one per
+//!   input by sniffing.
+//! - [`Runtime::parse`] runs one adapter over one [`Input`] in a fresh store
+//!   with the [`Limits`], yielding validated [`model::Conversation`]s.
+//!
+//! Nothing here prints; failures are [`AdapterError`]s with hints.
+
+mod cache;
+mod convert;
+mod error;
+mod input;
+mod limits;
+pub mod model;
+mod parse;
+mod pipe;
+mod registry;
+mod runtime;
+mod store;
+
+pub(crate) mod bindings {
+    wasmtime::component::bindgen!({
+        path: "../../wit",
+        world: "adapter",
+        with: {
+            "chatmill:adapter/input.source": crate::store::SourceState,
+        },
+    });
+}
+
+pub use cache::CacheOutcome;
+pub use error::{AdapterError, SelectError};
+pub use input::{Input, TextEncoding};
+pub use limits::{Limit, Limits};
+pub use parse::ParseStream;
+pub use registry::{AdapterSet, Builtin, MIN_CONFIDENCE, Notice, SNIFF_BYTES, user_adapter_files};
+pub use runtime::{API_VERSION, AdapterOrigin, LoadedAdapter, Runtime};

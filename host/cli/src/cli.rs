@@ -1,0 +1,110 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "chatmill", version, about = "Turn AI chat history into retrieval-ready memory")]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args)]
+pub struct Global {
+    /// More output on stderr (-v: info, -vv: debug). `CHATMILL_LOG` overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
+    /// Config file (default: `$XDG_CONFIG_HOME/chatmill/config.toml`).
+    #[arg(long, global = true, env = "CHATMILL_CONFIG")]
+    pub config: Option<PathBuf>,
+
+    /// Load this adapter (`.wasm` component) for this run only; repeatable.
+    #[arg(long = "adapter", global = true, value_name = "PATH")]
+    pub adapters: Vec<PathBuf>,
+
+    /// Directory of installed adapters (default: `$XDG_DATA_HOME/chatmill/adapters`).
+    #[arg(long, global = true, env = "CHATMILL_ADAPTERS_DIR", value_name = "DIR")]
+    pub adapters_dir: Option<PathBuf>,
+
+    /// Cache of compiled adapters (default: `$XDG_CACHE_HOME/chatmill`).
+    #[arg(long, global = true, env = "CHATMILL_CACHE_DIR", value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+
+    /// Compile adapters every time instead of using the cache.
+    #[arg(long, global = true)]
+    pub no_cache: bool,
+
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// Overrides of the adapter sandbox limits (also `[limits]` in the config).
+#[derive(Debug, Args, Default)]
+pub struct LimitArgs {
+    /// Memory one adapter instance may use, MiB (default 512).
+    #[arg(long, global = true, value_name = "MIB")]
+    pub adapter_memory_mb: Option<u64>,
+    /// Time one call into an adapter may take, ms (default 30000).
+    #[arg(long, global = true, value_name = "MS")]
+    pub adapter_timeout_ms: Option<u64>,
+    /// Time the parse of one input may take, s (default 1800).
+    #[arg(long, global = true, value_name = "S")]
+    pub adapter_file_timeout_s: Option<u64>,
+    /// Wasm stack of an adapter, KiB (default 1024).
+    #[arg(long, global = true, value_name = "KIB")]
+    pub adapter_stack_kb: Option<usize>,
+    /// Items asked of an adapter per batch (default 256).
+    #[arg(long, global = true, value_name = "N")]
+    pub adapter_batch_items: Option<u32>,
+    /// Text one batch may carry, MiB (default 64).
+    #[arg(long, global = true, value_name = "MIB")]
+    pub adapter_batch_mb: Option<u64>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Parse export files with the adapters and print normalized JSON.
+    Parse(ParseArgs),
+    /// Manage adapters.
+    #[command(subcommand)]
+    Adapters(AdaptersCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct ParseArgs {
+    /// Files or folders (folders are walked recursively).
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// Use this adapter for every input instead of sniffing.
+    #[arg(long, value_name = "ID")]
+    pub format: Option<String>,
+    /// Print compact JSON (default: pretty).
+    #[arg(long)]
+    pub compact: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AdaptersCommand {
+    /// List the adapters this run would use.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Validate an adapter component and install it into the adapters directory.
+    Add { path: PathBuf },
+    /// Remove an installed adapter.
+    Remove { id: String },
+    /// Show one adapter's details.
+    Info {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show how every adapter scores a file (which adapter would be chosen).
+    Sniff { file: PathBuf },
+}

@@ -1,0 +1,48 @@
+//! One module per subcommand.
+
+mod adapters;
+mod parse;
+
+use std::process::ExitCode;
+
+use crate::cli::{Cli, Command};
+use crate::context::Context;
+use crate::render::CliError;
+
+pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
+    let ctx = Context::new(&cli.global)?;
+    match cli.command {
+        Command::Parse(args) => parse::run(&ctx, args),
+        Command::Adapters(cmd) => adapters::run(&ctx, cmd),
+    }
+}
+
+/// Every file under `inputs` (folders walked recursively, sorted).
+pub fn expand_inputs(inputs: &[std::path::PathBuf]) -> Result<Vec<std::path::PathBuf>, CliError> {
+    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) -> std::io::Result<()> {
+        let mut entries: Vec<_> = fs_err::read_dir(dir)?.flatten().map(|e| e.path()).collect();
+        entries.sort();
+        for p in entries {
+            if p.is_dir() {
+                walk(&p, out)?;
+            } else {
+                out.push(p);
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    for input in inputs {
+        if input.is_dir() {
+            walk(input, &mut out).map_err(|e| CliError::failed(e, None))?;
+        } else if input.exists() {
+            out.push(input.clone());
+        } else {
+            return Err(CliError::usage(
+                anyhow::anyhow!("`{}` does not exist", input.display()),
+                Some("check the path".into()),
+            ));
+        }
+    }
+    Ok(out)
+}
