@@ -1,1 +1,8 @@
+//! End-to-end tests of the `chatmill` binary: real adapters in the real
+//! sandbox, on real files. One test binary; one module per area.
 
+mod support;
+
+mod adapters_cmd;
+mod containment;
+mod third_party;

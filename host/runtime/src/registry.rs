@@ -201,3 +201,29 @@ impl AdapterSet {
         Ok(self.get(&top[0].0).expect("scored adapters are in the set"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_strictly_newer_version_shadows() {
+        assert!(newer("0.2.0", "0.1.0"));
+        assert!(newer("1.0.0", "0.9.9"));
+        assert!(!newer("0.1.0", "0.1.0"));
+        assert!(!newer("0.0.9", "0.1.0"));
+        assert!(!newer("garbage", "0.1.0"));
+    }
+
+    #[test]
+    fn only_wasm_files_are_user_adapters() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("b.wasm"), b"").unwrap();
+        std::fs::write(dir.path().join("a.wasm"), b"").unwrap();
+        std::fs::write(dir.path().join("notes.txt"), b"").unwrap();
+        let files = user_adapter_files(dir.path());
+        let names: Vec<_> = files.iter().map(|p| p.file_name().unwrap().to_str().unwrap()).collect();
+        assert_eq!(names, ["a.wasm", "b.wasm"]);
+        assert!(user_adapter_files(&dir.path().join("missing")).is_empty());
+    }
+}

@@ -233,6 +233,10 @@ impl Runtime {
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
         store.epoch_deadline_trap();
+        // Bounds what the host allocates when lifting one batch, before our
+        // own per-batch checks run (wasmtime counts roughly one unit a byte).
+        let fuel = self.limits.bytes_per_batch.saturating_add(16 << 20);
+        store.set_hostcall_fuel(usize::try_from(fuel).unwrap_or(usize::MAX));
         // Instantiation runs guest code too: arm before it.
         self.arm(&mut store, None);
         store
@@ -390,12 +394,19 @@ pub(crate) fn classify_trap(
                 }
             }
         }
-        None => AdapterError::Trap {
-            adapter: adapter.to_string(),
-            input: input.to_string(),
-            reason: format!("{e:#}"),
-            stderr_tail,
-        },
+        None => {
+            let reason = format!("{e:#}");
+            // wasmtime's hostcall fuel: the batch was too big to even lift.
+            if reason.contains("fuel allocated for hostcalls") {
+                return limit(Limit::BytesPerBatch, stderr_tail);
+            }
+            AdapterError::Trap {
+                adapter: adapter.to_string(),
+                input: input.to_string(),
+                reason,
+                stderr_tail,
+            }
+        }
     }
 }
 
