@@ -60,7 +60,9 @@ fn main() {
     ] {
         cmd.env_remove(var);
     }
-    let status = cmd.status().unwrap_or_else(|e| panic!("cannot run cargo for the adapters: {e}"));
+    let status = cmd
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run cargo for the adapters: {e}"));
     assert!(
         status.success(),
         "building the first-party adapters for {TARGET} failed (see the output above)\n\

@@ -15,7 +15,17 @@ fn the_six_builtin_adapters_are_listed() {
         .map(|a| a["id"].as_str().unwrap().to_string())
         .collect();
     ids.sort();
-    assert_eq!(ids, ["api-log", "chatgpt", "claude", "claude-code", "gemini", "markdown"]);
+    assert_eq!(
+        ids,
+        [
+            "api-log",
+            "chatgpt",
+            "claude",
+            "claude-code",
+            "gemini",
+            "markdown"
+        ]
+    );
     for a in list.as_array().unwrap() {
         assert_eq!(a["source"], "builtin");
         assert_eq!(a["api_version"], "0.1.0");
@@ -30,10 +40,19 @@ fn removing_a_builtin_or_unknown_adapter_says_why() {
     let env = Env::new();
     let run = env.run(&["adapters", "remove", "chatgpt"]);
     assert_eq!(run.code, 2, "{run:?}");
-    assert!(run.stderr.contains("hint: built-in adapters cannot be removed"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("hint: built-in adapters cannot be removed"),
+        "{}",
+        run.stderr
+    );
     let run = env.run(&["adapters", "info", "nope"]);
     assert_eq!(run.code, 2, "{run:?}");
-    assert!(run.stderr.contains("no adapter has the id `nope`"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("no adapter has the id `nope`"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]

@@ -14,9 +14,18 @@ fn every_bad_adapter_is_contained_and_the_rest_of_the_run_succeeds() {
     for ext in ["loop", "alloc", "panic", "file", "flood", "items"] {
         env.write(&format!("in/probe.{ext}"), "anything\n");
     }
-    let good = env.write("in/team.linechat", std::fs::read(linechat_fixture()).unwrap());
+    let good = env.write(
+        "in/team.linechat",
+        std::fs::read(linechat_fixture()).unwrap(),
+    );
     let linechat = linechat_adapter().display().to_string();
-    let mut args = vec!["parse", "--adapter-timeout-ms", "1000", "--adapter-memory-mb", "256"];
+    let mut args = vec![
+        "parse",
+        "--adapter-timeout-ms",
+        "1000",
+        "--adapter-memory-mb",
+        "256",
+    ];
     let adapters = [
         bad("bad_loop.wasm"),
         bad("bad_alloc.wasm"),
@@ -42,28 +51,46 @@ fn every_bad_adapter_is_contained_and_the_rest_of_the_run_succeeds() {
 
     let error = |suffix: &str| -> String {
         let e = entry(&parsed, suffix);
-        assert!(e["conversations"].is_null(), "{suffix} must not yield output: {e:#}");
+        assert!(
+            e["conversations"].is_null(),
+            "{suffix} must not yield output: {e:#}"
+        );
         let msg = e["error"]["message"].as_str().unwrap().to_string();
         let hint = e["error"]["hint"].as_str().unwrap_or_default();
         assert!(!hint.is_empty(), "{suffix}: no hint");
-        assert!(msg.contains(suffix), "{suffix}: the message names the input: {msg}");
+        assert!(
+            msg.contains(suffix),
+            "{suffix}: the message names the input: {msg}"
+        );
         format!("{msg}\nhint: {hint}")
     };
 
     let m = error("probe.loop");
-    assert!(m.contains("`bad-loop` 0.1.0") && m.contains("time limit of 1000 ms"), "{m}");
+    assert!(
+        m.contains("`bad-loop` 0.1.0") && m.contains("time limit of 1000 ms"),
+        "{m}"
+    );
     assert!(m.contains("--adapter-timeout-ms"), "{m}");
 
     let m = error("probe.alloc");
-    assert!(m.contains("`bad-alloc` 0.1.0") && m.contains("memory limit of 256 MiB"), "{m}");
+    assert!(
+        m.contains("`bad-alloc` 0.1.0") && m.contains("memory limit of 256 MiB"),
+        "{m}"
+    );
     assert!(m.contains("--adapter-memory-mb"), "{m}");
 
     let m = error("probe.panic");
     assert!(m.contains("`bad-panic` 0.1.0 panicked"), "{m}");
-    assert!(m.contains("index out of bounds"), "the panic message is captured: {m}");
+    assert!(
+        m.contains("index out of bounds"),
+        "the panic message is captured: {m}"
+    );
 
     let m = error("probe.flood");
-    assert!(m.contains("`bad-flood`") && m.contains("MiB of text per batch"), "{m}");
+    assert!(
+        m.contains("`bad-flood`") && m.contains("MiB of text per batch"),
+        "{m}"
+    );
     let m = error("probe.items");
     assert!(m.contains("`bad-flood`") && m.contains("per batch"), "{m}");
 
@@ -80,7 +107,11 @@ fn every_bad_adapter_is_contained_and_the_rest_of_the_run_succeeds() {
     assert!(!text.contains("root:"), "host file content leaked: {text}");
 
     // The same reports reach stderr as `error:` / `hint:` lines.
-    assert!(run.stderr.contains("error: adapter `bad-loop` 0.1.0"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("error: adapter `bad-loop` 0.1.0"),
+        "{}",
+        run.stderr
+    );
     assert!(run.stderr.contains("hint: "), "{}", run.stderr);
 }
 
@@ -97,14 +128,31 @@ fn an_installed_adapter_for_another_api_or_not_a_component_is_skipped_with_a_war
 
     let run = env.run(&["parse", input.to_str().unwrap()]);
     assert_eq!(run.code, 0, "{run:?}");
-    assert_eq!(run.json()[0]["conversations"][0]["pairs"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        run.json()[0]["conversations"][0]["pairs"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
     assert!(
-        run.stderr.contains("was built for adapter API 0.2.0; this chatmill supports API 0.1.0"),
+        run.stderr
+            .contains("was built for adapter API 0.2.0; this chatmill supports API 0.1.0"),
         "{}",
         run.stderr
     );
-    assert!(run.stderr.contains("garbage.wasm` is not a WebAssembly component"), "{}", run.stderr);
-    assert!(run.stderr.contains("core WebAssembly module, not a component"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("garbage.wasm` is not a WebAssembly component"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("core WebAssembly module, not a component"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
@@ -113,13 +161,31 @@ fn adding_an_adapter_for_another_api_is_refused_with_what_to_do() {
     let run = env.run(&["adapters", "add", &bad("old_api.wasm")]);
     assert_eq!(run.code, 2, "{run:?}");
     assert!(run.stderr.contains("error: adapter `"), "{}", run.stderr);
-    assert!(run.stderr.contains("built for adapter API 0.2.0"), "{}", run.stderr);
-    assert!(run.stderr.contains("hint: rebuild the adapter with the SDK for API 0.1.0"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("built for adapter API 0.2.0"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("hint: rebuild the adapter with the SDK for API 0.1.0"),
+        "{}",
+        run.stderr
+    );
     assert!(!env.adapters_dir().join("old-api.wasm").exists());
 
     let junk = env.write("junk.wasm", b"\x7fELF not wasm");
     let run = env.run(&["adapters", "add", junk.to_str().unwrap()]);
     assert_eq!(run.code, 2, "{run:?}");
-    assert!(run.stderr.contains("is not a WebAssembly component"), "{}", run.stderr);
-    assert!(run.stderr.contains("hint: an adapter must be a component built for `wasm32-wasip2`"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("is not a WebAssembly component"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("hint: an adapter must be a component built for `wasm32-wasip2`"),
+        "{}",
+        run.stderr
+    );
 }

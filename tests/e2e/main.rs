@@ -5,4 +5,5 @@ mod support;
 
 mod adapters_cmd;
 mod containment;
+mod normalization;
 mod third_party;

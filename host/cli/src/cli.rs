@@ -5,7 +5,11 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "chatmill", version, about = "Turn AI chat history into retrieval-ready memory")]
+#[command(
+    name = "chatmill",
+    version,
+    about = "Turn AI chat history into retrieval-ready memory"
+)]
 pub struct Cli {
     #[command(flatten)]
     pub global: Global,

@@ -119,7 +119,10 @@ impl Context {
             render::notice(&n.0);
         }
         for f in &set.failures {
-            let hint = f.hint().map(|h| format!("\n  hint: {h}")).unwrap_or_default();
+            let hint = f
+                .hint()
+                .map(|h| format!("\n  hint: {h}"))
+                .unwrap_or_default();
             render::warning(&format!("skipping an installed adapter: {f}{hint}"));
         }
         Ok(set)

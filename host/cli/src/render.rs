@@ -91,7 +91,10 @@ impl From<SelectError> for CliError {
 
 /// Renders an error the way every chatmill message looks.
 pub fn error(e: &CliError) {
-    eprintln!("{}", format_error(&e.error, e.hint.as_deref(), e.detail.as_deref()));
+    eprintln!(
+        "{}",
+        format_error(&e.error, e.hint.as_deref(), e.detail.as_deref())
+    );
 }
 
 pub fn format_error(error: &anyhow::Error, hint: Option<&str>, detail: Option<&str>) -> String {

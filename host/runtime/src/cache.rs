@@ -40,11 +40,9 @@ impl ComponentCache {
     pub(crate) fn new(engine: &Engine, root: &Path) -> Self {
         let mut h = std::hash::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut h);
-        let dir = root.join(BUCKET).join(format!(
-            "{}-{:016x}",
-            wasmtime_version(),
-            h.finish()
-        ));
+        let dir = root
+            .join(BUCKET)
+            .join(format!("{}-{:016x}", wasmtime_version(), h.finish()));
         Self { dir }
     }
 
@@ -74,7 +72,9 @@ impl ComponentCache {
                         Err(e) => tracing::debug!("cache entry {} unusable: {e}", path.display()),
                     }
                 }
-                other => tracing::debug!("cache entry {} not a component: {other:?}", path.display()),
+                other => {
+                    tracing::debug!("cache entry {} not a component: {other:?}", path.display())
+                }
             }
             let _ = std::fs::remove_file(&path);
             outcome = CacheOutcome::Rebuilt;

@@ -5,9 +5,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 
 use crate::bindings::chatmill::adapter::types as wit;
-use crate::model::{
-    AdapterInfo, FormatInfo, Location, ParseError, ParseErrorKind, Part,
-};
+use crate::model::{AdapterInfo, FormatInfo, Location, ParseError, ParseErrorKind, Part};
 
 pub(crate) fn adapter_info(i: wit::AdapterInfo) -> AdapterInfo {
     AdapterInfo {

@@ -15,10 +15,14 @@ pub enum AdapterError {
     #[error("`{path}` is not a WebAssembly component: {reason}")]
     NotAComponent { path: PathBuf, reason: String },
 
-    #[error("`{path}` is a WebAssembly component but not a chatmill adapter: it exports no `chatmill:adapter/parser` interface")]
+    #[error(
+        "`{path}` is a WebAssembly component but not a chatmill adapter: it exports no `chatmill:adapter/parser` interface"
+    )]
     NotAnAdapter { path: PathBuf },
 
-    #[error("adapter `{path}` was built for adapter API {found}; this chatmill supports API {supported}")]
+    #[error(
+        "adapter `{path}` was built for adapter API {found}; this chatmill supports API {supported}"
+    )]
     IncompatibleApi {
         path: PathBuf,
         found: String,
@@ -67,7 +71,7 @@ pub enum AdapterError {
     Parse {
         adapter: AdapterLabel,
         input: String,
-        error: ParseError,
+        error: Box<ParseError>,
     },
 
     #[error("adapter {adapter} broke the adapter protocol on `{input}`: {violation}")]

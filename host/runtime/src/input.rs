@@ -22,7 +22,9 @@ pub struct Input {
 
 impl std::fmt::Debug for Input {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Input").field("display", &self.display).finish()
+        f.debug_struct("Input")
+            .field("display", &self.display)
+            .finish()
     }
 }
 
@@ -199,8 +201,14 @@ fn sniff_bomless_utf16(head: &[u8]) -> Option<TextEncoding> {
         return None;
     }
     let pairs = head.len() / 2;
-    let even_nul = head.chunks_exact(2).filter(|c| c[0] == 0 && c[1] != 0).count();
-    let odd_nul = head.chunks_exact(2).filter(|c| c[1] == 0 && c[0] != 0).count();
+    let even_nul = head
+        .chunks_exact(2)
+        .filter(|c| c[0] == 0 && c[1] != 0)
+        .count();
+    let odd_nul = head
+        .chunks_exact(2)
+        .filter(|c| c[1] == 0 && c[0] != 0)
+        .count();
     if odd_nul * 10 >= pairs * 9 {
         Some(TextEncoding::Utf16Le)
     } else if even_nul * 10 >= pairs * 9 {
@@ -335,7 +343,10 @@ mod tests {
 
     #[test]
     fn utf8_passes_through_and_bom_is_stripped() {
-        assert_eq!(normalized("héllo\n".as_bytes()), ("héllo\n".into(), TextEncoding::Utf8));
+        assert_eq!(
+            normalized("héllo\n".as_bytes()),
+            ("héllo\n".into(), TextEncoding::Utf8)
+        );
         assert_eq!(
             normalized(b"\xEF\xBB\xBF[1]"),
             ("[1]".into(), TextEncoding::Utf8Bom)
@@ -349,7 +360,10 @@ mod tests {
         le.extend(text.encode_utf16().flat_map(u16::to_le_bytes));
         assert_eq!(
             normalized(&le),
-            ("{\"a\": \"ünïcode ✓\"}\nnext line".into(), TextEncoding::Utf16Le)
+            (
+                "{\"a\": \"ünïcode ✓\"}\nnext line".into(),
+                TextEncoding::Utf16Le
+            )
         );
         let mut be = vec![0xFE, 0xFF];
         be.extend(text.encode_utf16().flat_map(u16::to_be_bytes));
@@ -378,7 +392,7 @@ mod tests {
     fn line_endings_become_newlines_even_split_across_reads() {
         assert_eq!(normalized(b"a\r\nb\rc\n\r\n").0, "a\nb\nc\n\n");
         // A `\r\n` split across two reads of the inner reader.
-        let mut r = LineEndings::new(crate::input::tests::Chunks(vec![b"a\r".to_vec(), b"\nb".to_vec()]));
+        let mut r = LineEndings::new(Chunks(vec![b"a\r".to_vec(), b"\nb".to_vec()]));
         let mut s = String::new();
         r.read_to_string(&mut s).unwrap();
         assert_eq!(s, "a\nb");

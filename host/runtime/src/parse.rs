@@ -43,10 +43,12 @@ impl Runtime {
     ) -> Result<ParseStream<'a>, AdapterError> {
         let label = adapter.label();
         let display = input.display().to_string();
-        let (reader, encoding) = input.open_normalized().map_err(|source| AdapterError::Input {
-            input: display.clone(),
-            source,
-        })?;
+        let (reader, encoding) = input
+            .open_normalized()
+            .map_err(|source| AdapterError::Input {
+                input: display.clone(),
+                source,
+            })?;
         let deadline = Instant::now() + self.limits.file_timeout;
         let mut store = self.new_store(&label, &display);
         let world = adapter
@@ -74,12 +76,19 @@ impl Runtime {
             .session()
             .call_open(&mut store, source, &[])
             .map_err(|e| {
-                classify_trap(self, &store, &label, &display, e, Instant::now() >= deadline)
+                classify_trap(
+                    self,
+                    &store,
+                    &label,
+                    &display,
+                    e,
+                    Instant::now() >= deadline,
+                )
             })?;
         let session = opened.map_err(|error| AdapterError::Parse {
             adapter: label.clone(),
             input: display.clone(),
-            error: convert::parse_error(error),
+            error: Box::new(convert::parse_error(error)),
         })?;
         Ok(ParseStream {
             runtime: self,
@@ -148,11 +157,11 @@ impl ParseStream<'_> {
         }
         self.runtime.arm(&mut self.store, Some(self.deadline));
         let max = limits.items_per_batch;
-        let result = self
-            .world
-            .chatmill_adapter_parser()
-            .session()
-            .call_next(&mut self.store, session, max);
+        let result =
+            self.world
+                .chatmill_adapter_parser()
+                .session()
+                .call_next(&mut self.store, session, max);
         self.peak_memory = self.peak_memory.max(self.store.data().limiter.peak);
         let items = match result {
             Ok(Ok(items)) => items,
@@ -160,7 +169,7 @@ impl ParseStream<'_> {
                 return Err(AdapterError::Parse {
                     adapter: self.adapter.label(),
                     input: self.input.clone(),
-                    error: convert::parse_error(error),
+                    error: Box::new(convert::parse_error(error)),
                 });
             }
             Err(e) => {
@@ -211,16 +220,14 @@ impl ParseStream<'_> {
             None => return Ok(None),
             Some(wit::Item::ConversationStart(s)) => s,
             Some(wit::Item::Pair(p)) => {
-                return Err(self.violation(format!(
-                    "pair {} came outside any conversation",
-                    p.index
-                )));
+                return Err(
+                    self.violation(format!("pair {} came outside any conversation", p.index))
+                );
             }
             Some(wit::Item::ConversationEnd(e)) => {
-                return Err(self.violation(format!(
-                    "conversation-end for `{}` without a start",
-                    e.id
-                )));
+                return Err(
+                    self.violation(format!("conversation-end for `{}` without a start", e.id))
+                );
             }
         };
         if start.id.trim().is_empty() {
@@ -304,8 +311,12 @@ fn parts_len(parts: &[wit::Part]) -> usize {
 fn item_text_len(item: &wit::Item) -> usize {
     match item {
         wit::Item::ConversationStart(s) => {
-            s.id.len() + s.title.as_ref().map_or(0, String::len)
-                + s.metadata.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>()
+            s.id.len()
+                + s.title.as_ref().map_or(0, String::len)
+                + s.metadata
+                    .iter()
+                    .map(|(k, v)| k.len() + v.len())
+                    .sum::<usize>()
         }
         wit::Item::Pair(p) => parts_len(&p.user) + parts_len(&p.assistant),
         wit::Item::ConversationEnd(e) => e.id.len(),

@@ -101,6 +101,9 @@ mod tests {
         p.write(bytes::Bytes::from_static(b"abc")).unwrap();
         p.write(bytes::Bytes::from_static(b"defgh")).unwrap();
         assert_eq!(p.contents(), "abcde");
-        assert!(p.check_write().unwrap() > 0, "a full pipe must not close the stream");
+        assert!(
+            p.check_write().unwrap() > 0,
+            "a full pipe must not close the stream"
+        );
     }
 }

@@ -116,7 +116,11 @@ impl AdapterSet {
             return;
         };
         let existing = &self.adapters[i];
-        let path = a.origin.path().map(|p| p.display().to_string()).unwrap_or_default();
+        let path = a
+            .origin
+            .path()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
         if newer(&a.info.version, &existing.info.version) {
             self.notices.push(Notice(format!(
                 "user adapter `{}` {} (`{path}`) shadows the {} one ({})",
@@ -150,11 +154,17 @@ impl AdapterSet {
     }
 
     /// Every adapter's confidence for `input`, highest first (ties by id).
-    pub fn scores(&self, runtime: &Runtime, input: &Input) -> Result<Vec<(String, u8)>, AdapterError> {
-        let head = input.head(SNIFF_BYTES).map_err(|source| AdapterError::Input {
-            input: input.display().to_string(),
-            source,
-        })?;
+    pub fn scores(
+        &self,
+        runtime: &Runtime,
+        input: &Input,
+    ) -> Result<Vec<(String, u8)>, AdapterError> {
+        let head = input
+            .head(SNIFF_BYTES)
+            .map_err(|source| AdapterError::Input {
+                input: input.display().to_string(),
+                source,
+            })?;
         let mut scores: Vec<(String, u8)> = self
             .adapters
             .iter()
@@ -222,7 +232,10 @@ mod tests {
         std::fs::write(dir.path().join("a.wasm"), b"").unwrap();
         std::fs::write(dir.path().join("notes.txt"), b"").unwrap();
         let files = user_adapter_files(dir.path());
-        let names: Vec<_> = files.iter().map(|p| p.file_name().unwrap().to_str().unwrap()).collect();
+        let names: Vec<_> = files
+            .iter()
+            .map(|p| p.file_name().unwrap().to_str().unwrap())
+            .collect();
         assert_eq!(names, ["a.wasm", "b.wasm"]);
         assert!(user_adapter_files(&dir.path().join("missing")).is_empty());
     }

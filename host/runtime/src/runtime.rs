@@ -198,10 +198,10 @@ impl Runtime {
         let ty = component.component_type();
         let mut found = None;
         for (name, item) in ty.exports(&self.engine) {
-            if let Some(rest) = name.strip_prefix(PARSER_EXPORT) {
-                if matches!(item.ty, ComponentItem::ComponentInstance(_)) {
-                    found = Some(rest.strip_prefix('@').unwrap_or("").to_string());
-                }
+            if let Some(rest) = name.strip_prefix(PARSER_EXPORT)
+                && matches!(item.ty, ComponentItem::ComponentInstance(_))
+            {
+                found = Some(rest.strip_prefix('@').unwrap_or("").to_string());
             }
         }
         let Some(version) = found else {
@@ -272,7 +272,12 @@ impl Runtime {
     /// How sure `adapter` is that `head`/`file_name` is its format (0..=100).
     /// A trap or timeout while sniffing counts as 0 and is logged: one broken
     /// adapter must not stop others from recognizing the file.
-    pub fn sniff(&self, adapter: &LoadedAdapter, head: &[u8], file_name: &str) -> Result<u8, AdapterError> {
+    pub fn sniff(
+        &self,
+        adapter: &LoadedAdapter,
+        head: &[u8],
+        file_name: &str,
+    ) -> Result<u8, AdapterError> {
         let label = adapter.label();
         let mut store = self.new_store(&label, file_name);
         let world = adapter
@@ -292,8 +297,10 @@ impl Runtime {
 /// from 1.0 on the major must match and the adapter's minor must not be newer
 /// than ours.
 pub(crate) fn api_compatible(found: &str) -> bool {
-    let (Ok(found), Ok(ours)) = (semver::Version::parse(found), semver::Version::parse(API_VERSION))
-    else {
+    let (Ok(found), Ok(ours)) = (
+        semver::Version::parse(found),
+        semver::Version::parse(API_VERSION),
+    ) else {
         return false;
     };
     if ours.major == 0 {
@@ -464,7 +471,10 @@ mod tests {
         let p = Path::new("x.wasm");
         assert!(check_component_header(p, b"\0asm\x0d\0\x01\0rest").is_ok());
         let core = check_component_header(p, b"\0asm\x01\0\0\0").unwrap_err();
-        assert!(core.to_string().contains("core WebAssembly module"), "{core}");
+        assert!(
+            core.to_string().contains("core WebAssembly module"),
+            "{core}"
+        );
         let junk = check_component_header(p, b"PK\x03\x04zip").unwrap_err();
         assert!(junk.to_string().contains("magic bytes"), "{junk}");
     }

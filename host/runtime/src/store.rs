@@ -3,8 +3,8 @@
 
 use std::io::Read;
 
-use wasmtime::component::{Resource, ResourceTable};
 use wasmtime::ResourceLimiter;
+use wasmtime::component::{Resource, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use crate::bindings::chatmill::adapter::{input, log, types};
@@ -122,7 +122,10 @@ impl HostState {
         }
     }
 
-    pub(crate) fn push_source(&mut self, s: SourceState) -> wasmtime::Result<Resource<SourceState>> {
+    pub(crate) fn push_source(
+        &mut self,
+        s: SourceState,
+    ) -> wasmtime::Result<Resource<SourceState>> {
         Ok(self.table.push(s)?)
     }
 }

@@ -50,7 +50,10 @@ pub fn run(ctx: &Context, cmd: AdaptersCommand) -> Result<ExitCode, CliError> {
             if as_json {
                 json(&set.adapters().iter().map(listed).collect::<Vec<_>>())?;
             } else {
-                println!("{:<14} {:<9} {:<6} {:<8} FORMATS", "ID", "VERSION", "API", "SOURCE");
+                println!(
+                    "{:<14} {:<9} {:<6} {:<8} FORMATS",
+                    "ID", "VERSION", "API", "SOURCE"
+                );
                 for a in set.adapters() {
                     let formats: Vec<_> = a.info.formats.iter().map(|f| f.id.as_str()).collect();
                     println!(
@@ -131,7 +134,8 @@ fn add(ctx: &Context, path: &std::path::Path) -> Result<ExitCode, CliError> {
     let mut tmp = tempfile::NamedTempFile::new_in(&ctx.adapters_dir)
         .map_err(|e| CliError::failed(e, None))?;
     std::io::Write::write_all(&mut tmp, &bytes).map_err(|e| CliError::failed(e, None))?;
-    tmp.persist(&dest).map_err(|e| CliError::failed(e.error, None))?;
+    tmp.persist(&dest)
+        .map_err(|e| CliError::failed(e.error, None))?;
     println!(
         "installed adapter `{id}` {} (API {}) to {}",
         adapter.info.version,
@@ -160,7 +164,10 @@ fn remove(ctx: &Context, id: &str) -> Result<ExitCode, CliError> {
         "`chatmill adapters list` shows the installed adapters".to_string()
     };
     Err(CliError::usage(
-        anyhow::anyhow!("no installed adapter `{id}` in {}", ctx.adapters_dir.display()),
+        anyhow::anyhow!(
+            "no installed adapter `{id}` in {}",
+            ctx.adapters_dir.display()
+        ),
         Some(hint),
     ))
 }

@@ -41,19 +41,26 @@ struct ErrorOut {
 
 pub fn run(ctx: &Context, args: ParseArgs) -> Result<ExitCode, CliError> {
     let set = ctx.adapter_set()?;
-    if let Some(id) = &args.format {
-        if set.get(id).is_none() {
-            return Err(CliError::usage(
-                anyhow::anyhow!("no adapter has the id `{id}`"),
-                Some(format!("available adapters: {}", set.ids().join(", "))),
-            ));
-        }
+    if let Some(id) = &args.format
+        && set.get(id).is_none()
+    {
+        return Err(CliError::usage(
+            anyhow::anyhow!("no adapter has the id `{id}`"),
+            Some(format!("available adapters: {}", set.ids().join(", "))),
+        ));
     }
     let files = super::expand_inputs(&args.inputs)?;
     // Files are independent: parse them in parallel, each in its own sandbox.
     let results: Vec<Parsed> = files
         .par_iter()
-        .map(|path| parse_one(&ctx.runtime, &set, Input::from_path(path), args.format.as_deref()))
+        .map(|path| {
+            parse_one(
+                &ctx.runtime,
+                &set,
+                Input::from_path(path),
+                args.format.as_deref(),
+            )
+        })
         .collect();
     let mut failed = false;
     for r in &results {
@@ -70,7 +77,11 @@ pub fn run(ctx: &Context, args: ParseArgs) -> Result<ExitCode, CliError> {
     }
     .map_err(|e| CliError::failed(e, None))?;
     println!("{json}");
-    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 fn parse_one(runtime: &Runtime, set: &AdapterSet, input: Input, forced: Option<&str>) -> Parsed {
