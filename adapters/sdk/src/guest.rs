@@ -13,8 +13,8 @@ pub mod bindings {
     });
 }
 
-use bindings::chatmill::adapter::types as wit;
 pub use bindings::chatmill::adapter::input::Source;
+use bindings::chatmill::adapter::types as wit;
 
 use crate::model::{self, ErrorKind, Item, Part};
 use crate::{Adapter, Input, Session};
@@ -71,10 +71,14 @@ pub fn open<A: Adapter>(
 ) -> Result<SessionCell, wit::ParseError> {
     let name = source.name();
     let size = source.size_hint();
-    let input = Input::new(name, size, Box::new(std::io::BufReader::with_capacity(
-        READ_SIZE as usize,
-        SourceReader { source },
-    )));
+    let input = Input::new(
+        name,
+        size,
+        Box::new(std::io::BufReader::with_capacity(
+            READ_SIZE as usize,
+            SourceReader { source },
+        )),
+    );
     A::open(input, &options)
         .map(|s| SessionCell(RefCell::new(s)))
         .map_err(error)

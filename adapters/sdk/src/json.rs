@@ -225,10 +225,7 @@ impl<R: Read> JsonStream<R> {
             if copied > self.max_element {
                 return Err(ParseError::new(
                     ErrorKind::TooLarge,
-                    format!(
-                        "one JSON value is larger than {} bytes",
-                        self.max_element
-                    ),
+                    format!("one JSON value is larger than {} bytes", self.max_element),
                 )
                 .at(Location::byte(start)));
             }
@@ -401,7 +398,10 @@ impl<R: Read> JsonStream<R> {
             if whole.len() > self.max_element {
                 return Err(ParseError::new(
                     ErrorKind::TooLarge,
-                    format!("the top-level object is larger than {} bytes", self.max_element),
+                    format!(
+                        "the top-level object is larger than {} bytes",
+                        self.max_element
+                    ),
                 )
                 .at(Location::byte(offset)));
             }
@@ -441,7 +441,14 @@ mod tests {
         let got = all(doc, &[]).unwrap();
         assert_eq!(
             got,
-            [r#"{"a": "x]}\"{["}"#, "[1, [2]]", r#""s,]""#, "42", "true", "null"]
+            [
+                r#"{"a": "x]}\"{["}"#,
+                "[1, [2]]",
+                r#""s,]""#,
+                "42",
+                "true",
+                "null"
+            ]
         );
         // Same result one byte at a time.
         let mut s = JsonStream::new(OneByte(doc), &[]);
@@ -455,14 +462,21 @@ mod tests {
 
     #[test]
     fn streams_a_wrapped_array_and_skips_other_keys() {
-        let doc = br#"{"version": {"x": [1]}, "conversations": [{"id": 1}, {"id": 2}], "tail": "}"}"#;
-        assert_eq!(all(doc, &["conversations"]).unwrap(), [r#"{"id": 1}"#, r#"{"id": 2}"#]);
+        let doc =
+            br#"{"version": {"x": [1]}, "conversations": [{"id": 1}, {"id": 2}], "tail": "}"}"#;
+        assert_eq!(
+            all(doc, &["conversations"]).unwrap(),
+            [r#"{"id": 1}"#, r#"{"id": 2}"#]
+        );
     }
 
     #[test]
     fn an_object_without_wrapper_key_is_one_element() {
         let doc = br#"{"uuid": "u", "chat_messages": [1, 2]}"#;
-        assert_eq!(all(doc, &["conversations"]).unwrap(), [r#"{"uuid":"u","chat_messages":[1, 2]}"#]);
+        assert_eq!(
+            all(doc, &["conversations"]).unwrap(),
+            [r#"{"uuid":"u","chat_messages":[1, 2]}"#]
+        );
         assert_eq!(all(b"{}", &[]).unwrap(), ["{}"]);
     }
 
@@ -473,7 +487,10 @@ mod tests {
         assert_eq!(e.location.unwrap().record, Some(1));
         let e = all(b"[1 2]", &[]).unwrap_err();
         assert!(e.message.contains("expected `,`"), "{e}");
-        assert_eq!(all(b"hello", &[]).unwrap_err().kind, ErrorKind::NotThisFormat);
+        assert_eq!(
+            all(b"hello", &[]).unwrap_err().kind,
+            ErrorKind::NotThisFormat
+        );
         assert_eq!(all(b"", &[]).unwrap_err().kind, ErrorKind::Malformed);
         assert_eq!(all(b"[]", &[]).unwrap(), Vec::<String>::new());
     }

@@ -209,12 +209,13 @@ macro_rules! export_adapter {
                 fn next(
                     &self,
                     max_items: u32,
-                ) -> ::std::result::Result<::std::vec::Vec<__parser::Item>, __parser::ParseError> {
+                ) -> ::std::result::Result<::std::vec::Vec<__parser::Item>, __parser::ParseError>
+                {
                     self.0.next(max_items)
                 }
             }
 
-            $crate::guest::bindings::export!(__Export with_types_in $crate::guest::bindings);
+    $crate::guest::bindings::export!(__Export with_types_in $crate::guest::bindings);
         };
     };
 }

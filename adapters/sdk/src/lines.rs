@@ -79,7 +79,10 @@ impl<R: Read> LineReader<R> {
         let mut too_long = false;
         let offset = self.base + self.start as u64;
         loop {
-            if let Some(i) = self.buf[self.start..self.end].iter().position(|&b| b == b'\n') {
+            if let Some(i) = self.buf[self.start..self.end]
+                .iter()
+                .position(|&b| b == b'\n')
+            {
                 let line_end = self.start + i;
                 self.line_no += 1;
                 let from = self.start;
@@ -144,7 +147,13 @@ impl<R: Read> LineReader<R> {
         }
     }
 
-    fn make(&self, offset: u64, bytes: &'static [u8], too_long: bool, unterminated: bool) -> Line<'_> {
+    fn make(
+        &self,
+        offset: u64,
+        bytes: &'static [u8],
+        too_long: bool,
+        unterminated: bool,
+    ) -> Line<'_> {
         Line {
             number: self.line_no,
             offset,

@@ -43,12 +43,16 @@ impl Timestamp {
             return Some(Self::from_chrono(dt.naive_utc()));
         }
         // RFC 3339 with a space instead of `T`.
-        if let Some((d, t)) = s.split_once(' ') {
-            if let Ok(dt) = DateTime::parse_from_rfc3339(&format!("{d}T{t}")) {
-                return Some(Self::from_chrono(dt.naive_utc()));
-            }
+        if let Some((d, t)) = s.split_once(' ')
+            && let Ok(dt) = DateTime::parse_from_rfc3339(&format!("{d}T{t}"))
+        {
+            return Some(Self::from_chrono(dt.naive_utc()));
         }
-        for fmt in ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M"] {
+        for fmt in [
+            "%Y-%m-%dT%H:%M:%S%.f",
+            "%Y-%m-%d %H:%M:%S%.f",
+            "%Y-%m-%dT%H:%M",
+        ] {
             if let Ok(n) = NaiveDateTime::parse_from_str(s, fmt) {
                 return Some(Self::from_chrono(n));
             }

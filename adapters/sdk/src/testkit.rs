@@ -105,6 +105,11 @@ pub fn count(items: &[Item]) -> (usize, usize) {
 pub fn assert_chunking_invariant<A: Adapter>(path: &Path) -> Vec<Item> {
     let big = parse_file::<A>(path, 64 * 1024, 1000);
     let small = parse_file::<A>(path, 1, 1);
-    assert_eq!(big, small, "{}: output depends on read/batch size", path.display());
+    assert_eq!(
+        big,
+        small,
+        "{}: output depends on read/batch size",
+        path.display()
+    );
     big.unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
