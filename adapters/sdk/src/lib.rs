@@ -7,7 +7,7 @@
 //! natively, so parsing logic is unit-tested and benchmarked without wasm:
 //! [`parse_all`] drives an adapter over any reader.
 //!
-//! ```ignore
+//! ```text
 //! use chatmill_adapter_sdk::*;
 //!
 //! struct MyFormat;

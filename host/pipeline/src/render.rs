@@ -1,0 +1,187 @@
+//! Rendering typed message parts as the Markdown a chunk shows: text as is,
+//! code fenced, tool calls and results as one-line summaries, thinking left
+//! out unless asked for.
+
+use chatmill_runtime::model::Part;
+
+/// What to include when rendering.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RenderOptions {
+    /// Include the model's thinking (left out by default: it is long and
+    /// rarely what a later reader needs).
+    pub thinking: bool,
+}
+
+/// A fence of backticks longer than any run inside `code`.
+fn fence_for(code: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in code.chars() {
+        if c == '`' {
+            run += 1;
+            longest = longest.max(run);
+        } else {
+            run = 0;
+        }
+    }
+    "`".repeat((longest + 1).max(3))
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// One part as Markdown, or `None` when it is left out.
+pub fn render_part(part: &Part, opts: RenderOptions) -> Option<String> {
+    Some(match part {
+        Part::Text { text } => {
+            let t = text.trim_end();
+            if t.trim().is_empty() {
+                return None;
+            }
+            t.to_string()
+        }
+        Part::Code { language, code } => {
+            let fence = fence_for(code);
+            let lang = language.as_deref().unwrap_or("");
+            format!("{fence}{lang}\n{}\n{fence}", code.trim_end_matches('\n'))
+        }
+        Part::Thinking { text } => {
+            if !opts.thinking || text.trim().is_empty() {
+                return None;
+            }
+            let quoted: Vec<String> = text.trim().lines().map(|l| format!("> {l}")).collect();
+            format!("> *Thinking:*\n{}", quoted.join("\n"))
+        }
+        Part::ToolCall { name, summary } => {
+            let summary = one_line(summary);
+            if summary.is_empty() {
+                format!("[Tool: {name}]")
+            } else {
+                format!("[Tool: {name} {summary}]")
+            }
+        }
+        Part::ToolResult { summary } => {
+            let summary = one_line(summary);
+            if summary.is_empty() {
+                return None;
+            }
+            format!("[Tool result: {summary}]")
+        }
+        Part::Attachment { name, .. } => format!("[Attachment: {}]", one_line(name)),
+        Part::Other { kind, text } => {
+            let text = text.trim();
+            if text.is_empty() {
+                format!("[{kind}]")
+            } else if text.contains('\n') {
+                format!("[{kind}]\n{text}")
+            } else {
+                format!("[{kind}: {text}]")
+            }
+        }
+    })
+}
+
+fn is_bracket_line(part: &Part) -> bool {
+    matches!(
+        part,
+        Part::ToolCall { .. } | Part::ToolResult { .. } | Part::Attachment { .. }
+    )
+}
+
+/// A message's parts as Markdown: blocks separated by a blank line, runs of
+/// one-line summaries (tool calls, results, attachments) on consecutive
+/// lines.
+pub fn render_parts(parts: &[Part], opts: RenderOptions) -> String {
+    let mut out = String::new();
+    let mut prev_bracket = false;
+    for part in parts {
+        let Some(s) = render_part(part, opts) else {
+            continue;
+        };
+        let bracket = is_bracket_line(part);
+        if !out.is_empty() {
+            out.push_str(if bracket && prev_bracket { "\n" } else { "\n\n" });
+        }
+        out.push_str(&s);
+        prev_bracket = bracket;
+    }
+    out
+}
+
+/// The plain text of a message (text and code only): what headers, topics
+/// and the mechanical-exchange filter look at.
+pub fn plain_text(parts: &[Part]) -> String {
+    let mut out = String::new();
+    for p in parts {
+        let s = match p {
+            Part::Text { text } => text.as_str(),
+            Part::Code { code, .. } => code.as_str(),
+            _ => continue,
+        };
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(s.trim());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(s: &str) -> Part {
+        Part::Text { text: s.into() }
+    }
+
+    #[test]
+    fn tool_calls_are_one_line_summaries_and_thinking_is_left_out() {
+        let parts = vec![
+            Part::Thinking {
+                text: "let me think".into(),
+            },
+            text("Let me look."),
+            Part::ToolCall {
+                name: "Read".into(),
+                summary: "src/totals.rs".into(),
+            },
+            Part::ToolResult {
+                summary: "pub fn total(\n  items)".into(),
+            },
+            text("Found it."),
+        ];
+        assert_eq!(
+            render_parts(&parts, RenderOptions::default()),
+            "Let me look.\n\n[Tool: Read src/totals.rs]\n[Tool result: pub fn total( items)]\n\nFound it."
+        );
+        let with = render_parts(&parts, RenderOptions { thinking: true });
+        assert!(with.starts_with("> *Thinking:*\n> let me think\n\nLet me look."), "{with}");
+    }
+
+    #[test]
+    fn code_fences_outgrow_backticks_inside() {
+        let p = Part::Code {
+            language: Some("md".into()),
+            code: "```rust\nfn x() {}\n```\n".into(),
+        };
+        assert_eq!(
+            render_part(&p, RenderOptions::default()).unwrap(),
+            "````md\n```rust\nfn x() {}\n```\n````"
+        );
+    }
+
+    #[test]
+    fn empty_parts_vanish_and_plain_text_skips_tools() {
+        let parts = vec![
+            text("  "),
+            Part::ToolCall {
+                name: "Bash".into(),
+                summary: "ls".into(),
+            },
+            text("hello"),
+        ];
+        assert_eq!(render_parts(&parts, RenderOptions::default()), "[Tool: Bash ls]\n\nhello");
+        assert_eq!(plain_text(&parts), "hello");
+    }
+}

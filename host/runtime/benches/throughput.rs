@@ -1,0 +1,172 @@
+//! Parse throughput of the same ChatGPT parser natively and inside the
+//! sandbox, on a generated export (default 300 MB; `CHATMILL_BENCH_MB`).
+//!
+//! `cargo bench -p chatmill-runtime --bench throughput`
+
+#![allow(clippy::print_stdout, reason = "a benchmark prints its numbers")]
+
+use std::io::{BufWriter, Write};
+use std::time::{Duration, Instant};
+
+use chatmill_adapter_sdk as sdk;
+use chatmill_runtime::{AdapterOrigin, Input, Limits, Runtime};
+
+/// Writes a ChatGPT `conversations.json` of about `mb` MB: conversations of
+/// 4–40 pairs with a hidden system node, Markdown answers, unicode, and a
+/// regenerated branch every few conversations.
+fn generate(path: &std::path::Path, mb: usize) -> (usize, usize) {
+    let mut w = BufWriter::new(std::fs::File::create(path).unwrap());
+    let target = mb * 1_000_000;
+    let mut written = 0usize;
+    let (mut convs, mut pairs) = (0usize, 0usize);
+    w.write_all(b"[").unwrap();
+    let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut rnd = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    while written < target {
+        let n = 4 + (rnd() % 37) as usize;
+        let mut mapping = String::new();
+        let t0 = 1_600_000_000.0 + (convs as f64) * 3600.0;
+        mapping.push_str(r#""root":{"id":"root","message":null,"parent":null,"children":["sys"]},"#);
+        mapping.push_str(&format!(
+            r#""sys":{{"id":"sys","message":{{"id":"sys","author":{{"role":"system","metadata":{{}}}},"content":{{"content_type":"text","parts":[""]}},"metadata":{{"is_visually_hidden_from_conversation":true}}}},"parent":"root","children":["u0"]}},"#
+        ));
+        for i in 0..n {
+            let q = format!(
+                "Question {i} about résumé parsing, caching and \\\"quoted\\\" things — how would you handle case {}?",
+                rnd() % 1000
+            );
+            let a = format!(
+                "Here is a detailed answer {i}.\\n\\n```rust\\nfn main() {{ println!(\\\"{}\\\"); }}\\n```\\n\\n- point one about {}\\n- point two with ✓ and 日本語\\n\\n{}",
+                rnd(),
+                rnd() % 97,
+                "Lorem ipsum dolor sit amet, consectetur adipiscing elit. ".repeat(6 + (rnd() % 20) as usize)
+            );
+            let next = if i + 1 < n { format!(r#"["u{}"]"#, i + 1) } else { "[]".into() };
+            mapping.push_str(&format!(
+                r#""u{i}":{{"id":"u{i}","message":{{"id":"u{i}","author":{{"role":"user","metadata":{{}}}},"create_time":{},"content":{{"content_type":"text","parts":["{q}"]}},"metadata":{{}}}},"parent":"{}","children":["a{i}"]}},"#,
+                t0 + i as f64 * 60.0,
+                if i == 0 { "sys".to_string() } else { format!("a{}", i - 1) }
+            ));
+            mapping.push_str(&format!(
+                r#""a{i}":{{"id":"a{i}","message":{{"id":"a{i}","author":{{"role":"assistant","metadata":{{}}}},"create_time":{},"content":{{"content_type":"text","parts":["{a}"]}},"metadata":{{"model_slug":"gpt-4o"}}}},"parent":"u{i}","children":{next}}}"#,
+                t0 + i as f64 * 60.0 + 5.0
+            ));
+            if i + 1 < n {
+                mapping.push(',');
+            }
+        }
+        let conv = format!(
+            r#"{}{{"title":"Synthetic conversation {convs}","create_time":{t0},"update_time":{t0},"mapping":{{{mapping}}},"current_node":"a{}","conversation_id":"conv-{convs}","id":"conv-{convs}","default_model_slug":"gpt-4o"}}"#,
+            if convs == 0 { "" } else { "," },
+            n - 1
+        );
+        w.write_all(conv.as_bytes()).unwrap();
+        written += conv.len();
+        convs += 1;
+        pairs += n;
+    }
+    w.write_all(b"]").unwrap();
+    w.flush().unwrap();
+    (convs, pairs)
+}
+
+fn mbps(bytes: u64, d: Duration) -> f64 {
+    bytes as f64 / 1e6 / d.as_secs_f64()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+fn main() {
+    let mb: usize = std::env::var("CHATMILL_BENCH_MB")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(300);
+    let rounds: usize = std::env::var("CHATMILL_BENCH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("conversations.json");
+    let t = Instant::now();
+    let (convs, pairs) = generate(&path, mb);
+    let size = std::fs::metadata(&path).unwrap().len();
+    println!(
+        "generated {:.1} MB: {convs} conversations, {pairs} pairs in {:.1} s",
+        size as f64 / 1e6,
+        t.elapsed().as_secs_f64()
+    );
+
+    let runtime = Runtime::new(Limits::default(), Some(dir.path())).unwrap();
+    let wasm = chatmill_builtin::ADAPTERS
+        .iter()
+        .find(|(n, _)| *n == "chatgpt")
+        .unwrap()
+        .1;
+    let adapter = runtime.load(AdapterOrigin::Builtin, wasm).unwrap();
+    let input = Input::from_path(&path);
+
+    let t = Instant::now();
+    let encoding = input.detect_encoding().unwrap();
+    println!(
+        "host normalization pre-pass (encoding detection, a full UTF-8 validation read): {:?} in {:.0} ms ({:.0} MB/s)",
+        encoding,
+        t.elapsed().as_secs_f64() * 1e3,
+        mbps(size, t.elapsed())
+    );
+
+    let (mut native, mut sandboxed) = (Vec::new(), Vec::new());
+    let mut peak = 0usize;
+    for round in 0..rounds {
+        // Native: the same parser code, straight over a buffered file.
+        let t = Instant::now();
+        let file = std::io::BufReader::with_capacity(64 * 1024, std::fs::File::open(&path).unwrap());
+        let items = sdk::parse_all::<chatmill_adapter_chatgpt::ChatGpt>(
+            sdk::Input::new("conversations.json", Some(size), Box::new(file)),
+            256,
+        )
+        .unwrap();
+        let n_pairs = items.iter().filter(|i| matches!(i, sdk::Item::Pair(_))).count();
+        drop(items);
+        let d = t.elapsed();
+        assert_eq!(n_pairs, pairs, "native pair count");
+        native.push(mbps(size, d));
+
+        // Sandboxed: normalization, the component, the boundary, validation.
+        let t = Instant::now();
+        let mut stream = runtime.parse(&adapter, &input).unwrap();
+        let mut n_pairs = 0;
+        while let Some(c) = stream.next_conversation().unwrap() {
+            n_pairs += c.pairs.len();
+        }
+        peak = peak.max(stream.peak_memory);
+        drop(stream);
+        let d = t.elapsed();
+        assert_eq!(n_pairs, pairs, "sandboxed pair count");
+        sandboxed.push(mbps(size, d));
+        println!(
+            "round {}: native {:.0} MB/s, sandboxed {:.0} MB/s",
+            round + 1,
+            native[round],
+            sandboxed[round]
+        );
+    }
+    let best = |v: &[f64]| v.iter().cloned().fold(0.0, f64::max);
+    println!();
+    println!("{:<10} {:>10} {:>10}", "", "best MB/s", "median");
+    println!("{:<10} {:>10.0} {:>10.0}", "native", best(&native), median(native.clone()));
+    println!("{:<10} {:>10.0} {:>10.0}", "sandboxed", best(&sandboxed), median(sandboxed.clone()));
+    println!(
+        "ratio sandboxed/native: {:.2} (best) {:.2} (median); guest memory peak {:.1} MiB",
+        best(&sandboxed) / best(&native),
+        median(sandboxed) / median(native),
+        peak as f64 / (1024.0 * 1024.0)
+    );
+}

@@ -1,0 +1,175 @@
+//! Every real export in the shared corpus goes through the real sandbox:
+//! it is recognized by the right built-in adapter (or by none, for the
+//! non-chat files), and the sandboxed output is exactly what the same parser
+//! gives natively — so the native corpus tests of each adapter also hold for
+//! what the host sees.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use chatmill_adapter_sdk as sdk;
+use chatmill_runtime::model::{Conversation, Pair, Part};
+use chatmill_runtime::{AdapterSet, Builtin, Input, Limits, Runtime, SelectError};
+
+fn corpus_files() -> Vec<PathBuf> {
+    sdk::testkit::corpus_files()
+}
+
+/// Which adapter must claim a corpus file, by where it lives.
+fn expected_adapter(path: &Path) -> Option<&'static str> {
+    let rel = path
+        .strip_prefix(sdk::testkit::corpus_dir())
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let name = path.file_name().unwrap().to_string_lossy();
+    if name.ends_with(".meta.json") || name.starts_with("not-a-transcript") {
+        return None;
+    }
+    match rel.split('/').next().unwrap() {
+        "chatgpt" => Some("chatgpt"),
+        "claude" => Some("claude"),
+        "gemini" => Some("gemini"),
+        "claude-code" => Some("claude-code"),
+        "api-log" => Some("api-log"),
+        "markdown" => Some("markdown"),
+        _ => None,
+    }
+}
+
+fn ts(t: Option<sdk::Timestamp>) -> Option<chrono::DateTime<chrono::Utc>> {
+    t.map(|t| chrono::DateTime::from_timestamp(t.seconds, t.nanos).unwrap())
+}
+
+fn part(p: sdk::Part) -> Part {
+    match p {
+        sdk::Part::Text(text) => Part::Text { text },
+        sdk::Part::Code { language, code } => Part::Code { language, code },
+        sdk::Part::Thinking(text) => Part::Thinking { text },
+        sdk::Part::ToolCall { name, summary } => Part::ToolCall { name, summary },
+        sdk::Part::ToolResult(summary) => Part::ToolResult { summary },
+        sdk::Part::Attachment {
+            name,
+            media_type,
+            uri,
+        } => Part::Attachment {
+            name,
+            media_type,
+            uri,
+        },
+        sdk::Part::Other { kind, text } => Part::Other { kind, text },
+    }
+}
+
+/// The native parser's output in the host's model.
+fn native<A: sdk::Adapter>(path: &Path) -> Vec<Conversation> {
+    let items = sdk::testkit::parse_file::<A>(path, 64 * 1024, 256)
+        .unwrap_or_else(|e| panic!("{}: native parse failed: {e}", path.display()));
+    let mut out: Vec<Conversation> = Vec::new();
+    for item in items {
+        match item {
+            sdk::Item::ConversationStart(s) => out.push(Conversation {
+                id: s.id,
+                title: s.title,
+                created: ts(s.created),
+                updated: ts(s.updated),
+                platform: s.platform,
+                model: s.model,
+                metadata: s.metadata.into_iter().collect(),
+                pairs: Vec::new(),
+                skipped: BTreeMap::new(),
+            }),
+            sdk::Item::Pair(p) => out.last_mut().unwrap().pairs.push(Pair {
+                index: p.index,
+                timestamp: ts(p.timestamp),
+                model: p.model,
+                user: p.user.into_iter().map(part).collect(),
+                assistant: p.assistant.into_iter().map(part).collect(),
+                metadata: p.metadata.into_iter().collect(),
+            }),
+            sdk::Item::ConversationEnd(e) => {
+                let c = out.last_mut().unwrap();
+                for s in e.skipped {
+                    *c.skipped.entry(s.reason).or_default() += s.count;
+                }
+            }
+        }
+    }
+    out
+}
+
+fn native_by_id(id: &str, path: &Path) -> Vec<Conversation> {
+    match id {
+        "chatgpt" => native::<chatmill_adapter_chatgpt::ChatGpt>(path),
+        "claude" => native::<chatmill_adapter_claude::Claude>(path),
+        "gemini" => native::<chatmill_adapter_gemini::Gemini>(path),
+        "claude-code" => native::<chatmill_adapter_claude_code::ClaudeCode>(path),
+        "api-log" => native::<chatmill_adapter_api_log::ApiLog>(path),
+        "markdown" => native::<chatmill_adapter_markdown::Markdown>(path),
+        other => panic!("no native parser for {other}"),
+    }
+}
+
+#[test]
+fn every_corpus_file_is_recognized_and_parses_identically_in_the_sandbox() {
+    let cache = tempfile::tempdir().unwrap();
+    let runtime = Runtime::new(Limits::default(), Some(cache.path())).unwrap();
+    let builtins: Vec<Builtin> = chatmill_builtin::ADAPTERS
+        .iter()
+        .map(|(name, wasm)| Builtin { name, wasm })
+        .collect();
+    let set = AdapterSet::load(&runtime, &builtins, None, &[]).unwrap();
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    for path in corpus_files() {
+        let input = Input::from_path(&path);
+        let expected = expected_adapter(&path);
+        let chosen = match set.select(&runtime, &input, None) {
+            Ok(a) => Some(a),
+            Err(SelectError::Unrecognized { .. }) => None,
+            Err(e) => {
+                failures.push(format!("{}: {e}", path.display()));
+                continue;
+            }
+        };
+        let chosen_id = chosen.map(|a| a.info.id.as_str());
+        if chosen_id != expected {
+            failures.push(format!(
+                "{}: chosen {chosen_id:?}, expected {expected:?} (scores {:?})",
+                path.display(),
+                set.scores(&runtime, &input).unwrap()
+            ));
+            continue;
+        }
+        let Some(adapter) = chosen else { continue };
+        let sandboxed = match runtime.parse_all(adapter, &input) {
+            Ok(c) => c,
+            Err(e) => {
+                failures.push(format!("{}: sandboxed parse failed: {e}", path.display()));
+                continue;
+            }
+        };
+        let pairs: usize = sandboxed.iter().map(|c| c.pairs.len()).sum();
+        // Files that hold no complete exchange, established by reading them:
+        // batch *output* files hold responses without their requests, and
+        // the citations fixture was trimmed of its user prompt upstream.
+        // Their adapters count what they skipped instead.
+        let name = path.file_name().unwrap().to_string_lossy();
+        let no_pairs_expected = name.ends_with("batch_output.jsonl")
+            || name == "librechat-chatgpt-citations.json";
+        let skipped: u32 = sandboxed.iter().flat_map(|c| c.skipped.values()).sum();
+        if no_pairs_expected {
+            if pairs != 0 || skipped == 0 {
+                failures.push(format!("{}: expected 0 pairs with skips, got {pairs} pairs", path.display()));
+            }
+        } else if pairs == 0 {
+            failures.push(format!("{}: no pairs", path.display()));
+        }
+        if sandboxed != native_by_id(&adapter.info.id, &path) {
+            failures.push(format!("{}: sandboxed output differs from native", path.display()));
+        }
+        checked += 1;
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(checked >= 25, "only {checked} corpus files were parsed");
+}
