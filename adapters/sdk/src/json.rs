@@ -182,26 +182,43 @@ impl<R: Read> JsonStream<R> {
             }
             let chunk = &self.buf[self.pos..self.len];
             let mut end = None;
-            for (i, &b) in chunk.iter().enumerate() {
+            let mut i = 0;
+            while i < chunk.len() {
+                let b = chunk[i];
                 if scalar {
                     if matches!(b, b',' | b']' | b'}' | b' ' | b'\t' | b'\n' | b'\r') {
                         end = Some(i);
                         break;
                     }
+                    i += 1;
                     continue;
                 }
                 if in_string {
                     if escaped {
                         escaped = false;
-                    } else if b == b'\\' {
+                        i += 1;
+                        continue;
+                    }
+                    // Most of a document is string content: jump to the
+                    // next quote or backslash instead of stepping the state
+                    // machine byte by byte.
+                    match chunk[i..].iter().position(|&c| c == b'"' || c == b'\\') {
+                        None => {
+                            i = chunk.len();
+                            continue;
+                        }
+                        Some(k) => i += k,
+                    }
+                    if chunk[i] == b'\\' {
                         escaped = true;
-                    } else if b == b'"' {
+                    } else {
                         in_string = false;
                         if depth == 0 {
                             end = Some(i + 1);
                             break;
                         }
                     }
+                    i += 1;
                     continue;
                 }
                 match b {
@@ -219,6 +236,7 @@ impl<R: Read> JsonStream<R> {
                     }
                     _ => {}
                 }
+                i += 1;
             }
             let take = end.unwrap_or(chunk.len());
             copied += take;

@@ -75,7 +75,13 @@ pub fn turn_range(first: u32, last: u32) -> String {
 /// date of the first pair — never on the file name or title, which change
 /// between exports), collision-free across the conversations of one file,
 /// and readable: `chatgpt-3f9a1c2b7d4e-003-2024-05-01`.
-pub fn chunk_id(platform: &str, conversation_id: &str, first: u32, last: u32, date: DateTime<Utc>) -> String {
+pub fn chunk_id(
+    platform: &str,
+    conversation_id: &str,
+    first: u32,
+    last: u32,
+    date: DateTime<Utc>,
+) -> String {
     let mut h = Sha256::new();
     h.update(platform.as_bytes());
     h.update([0]);
@@ -98,7 +104,13 @@ fn is_structural(line: &str) -> bool {
 
 fn escape(text: &str) -> String {
     text.split('\n')
-        .map(|l| if is_structural(l) { format!("\\{l}") } else { l.to_string() })
+        .map(|l| {
+            if is_structural(l) {
+                format!("\\{l}")
+            } else {
+                l.to_string()
+            }
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -143,10 +155,14 @@ impl ChunkDoc {
     /// Only the frontmatter of a chunk file (what `verify` and re-indexing
     /// read first).
     pub fn parse_frontmatter(text: &str) -> Result<(Frontmatter, &str), ChunkError> {
-        let rest = text.strip_prefix("---\n").ok_or(ChunkError::NoFrontmatter)?;
-        let end = rest.find("\n---\n").ok_or(ChunkError::UnclosedFrontmatter)?;
-        let fm: Frontmatter =
-            serde_saphyr::from_str(&rest[..end + 1]).map_err(|e| ChunkError::Yaml(e.to_string()))?;
+        let rest = text
+            .strip_prefix("---\n")
+            .ok_or(ChunkError::NoFrontmatter)?;
+        let end = rest
+            .find("\n---\n")
+            .ok_or(ChunkError::UnclosedFrontmatter)?;
+        let fm: Frontmatter = serde_saphyr::from_str(&rest[..end + 1])
+            .map_err(|e| ChunkError::Yaml(e.to_string()))?;
         Ok((fm, &rest[end + 5..]))
     }
 
@@ -191,7 +207,9 @@ mod tests {
     use super::*;
 
     fn doc(title: &str, user: &str, assistant: &str) -> ChunkDoc {
-        let date = DateTime::parse_from_rfc3339("2024-05-01T10:00:00Z").unwrap().to_utc();
+        let date = DateTime::parse_from_rfc3339("2024-05-01T10:00:00Z")
+            .unwrap()
+            .to_utc();
         ChunkDoc {
             frontmatter: Frontmatter {
                 source_file: "conversations.json".into(),
@@ -206,7 +224,8 @@ mod tests {
                 conversation_id: "conv-1".into(),
                 extra: BTreeMap::from([("project".into(), "bakery".into())]),
             },
-            context: "The user is reviving a sourdough starter. They asked when it is ready.".into(),
+            context: "The user is reviving a sourdough starter. They asked when it is ready."
+                .into(),
             exchanges: vec![
                 Exchange {
                     user: user.into(),
@@ -244,20 +263,39 @@ mod tests {
 
     #[test]
     fn the_file_shape_is_the_spec_s() {
-        let text = doc("Sourdough", "When is it ready?", "When it doubles.").to_markdown().unwrap();
-        assert!(text.starts_with("---\nsource_file: conversations.json\n"), "{text}");
-        assert!(text.contains("\nturn_range: 3-4\n") || text.contains("\nturn_range: \"3-4\"\n"), "{text}");
-        assert!(text.contains("\nproject: bakery\n"), "extras are flattened: {text}");
-        assert!(text.contains("---\n\n## Context\n\nThe user is reviving"), "{text}");
+        let text = doc("Sourdough", "When is it ready?", "When it doubles.")
+            .to_markdown()
+            .unwrap();
+        assert!(
+            text.starts_with("---\nsource_file: conversations.json\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\nturn_range: 3-4\n") || text.contains("\nturn_range: \"3-4\"\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\nproject: bakery\n"),
+            "extras are flattened: {text}"
+        );
+        assert!(
+            text.contains("---\n\n## Context\n\nThe user is reviving"),
+            "{text}"
+        );
         assert!(text.contains("\n## Exchange\n\n**User:**\n\nWhen is it ready?\n\n**Assistant:**\n\nWhen it doubles.\n"), "{text}");
     }
 
     #[test]
     fn chunk_ids_are_stable_distinct_and_readable() {
-        let d = DateTime::parse_from_rfc3339("2024-05-01T23:59:59Z").unwrap().to_utc();
+        let d = DateTime::parse_from_rfc3339("2024-05-01T23:59:59Z")
+            .unwrap()
+            .to_utc();
         let a = chunk_id("chatgpt", "conv-1", 3, 3, d);
         assert_eq!(a, chunk_id("chatgpt", "conv-1", 3, 3, d));
-        assert!(a.starts_with("chatgpt-") && a.ends_with("-003-2024-05-01"), "{a}");
+        assert!(
+            a.starts_with("chatgpt-") && a.ends_with("-003-2024-05-01"),
+            "{a}"
+        );
         assert_ne!(a, chunk_id("chatgpt", "conv-2", 3, 3, d));
         assert_ne!(a, chunk_id("claude", "conv-1", 3, 3, d));
         assert!(chunk_id("chatgpt", "conv-1", 3, 4, d).contains("-003-004-"));
@@ -265,8 +303,17 @@ mod tests {
 
     #[test]
     fn broken_files_are_errors() {
-        assert!(matches!(ChunkDoc::parse("no frontmatter"), Err(ChunkError::NoFrontmatter)));
-        assert!(matches!(ChunkDoc::parse("---\na: b\n"), Err(ChunkError::UnclosedFrontmatter)));
-        assert!(matches!(ChunkDoc::parse("---\na: [\n---\n"), Err(ChunkError::Yaml(_))));
+        assert!(matches!(
+            ChunkDoc::parse("no frontmatter"),
+            Err(ChunkError::NoFrontmatter)
+        ));
+        assert!(matches!(
+            ChunkDoc::parse("---\na: b\n"),
+            Err(ChunkError::UnclosedFrontmatter)
+        ));
+        assert!(matches!(
+            ChunkDoc::parse("---\na: [\n---\n"),
+            Err(ChunkError::Yaml(_))
+        ));
     }
 }

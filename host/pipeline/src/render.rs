@@ -101,7 +101,11 @@ pub fn render_parts(parts: &[Part], opts: RenderOptions) -> String {
         };
         let bracket = is_bracket_line(part);
         if !out.is_empty() {
-            out.push_str(if bracket && prev_bracket { "\n" } else { "\n\n" });
+            out.push_str(if bracket && prev_bracket {
+                "\n"
+            } else {
+                "\n\n"
+            });
         }
         out.push_str(&s);
         prev_bracket = bracket;
@@ -156,7 +160,10 @@ mod tests {
             "Let me look.\n\n[Tool: Read src/totals.rs]\n[Tool result: pub fn total( items)]\n\nFound it."
         );
         let with = render_parts(&parts, RenderOptions { thinking: true });
-        assert!(with.starts_with("> *Thinking:*\n> let me think\n\nLet me look."), "{with}");
+        assert!(
+            with.starts_with("> *Thinking:*\n> let me think\n\nLet me look."),
+            "{with}"
+        );
     }
 
     #[test]
@@ -181,7 +188,10 @@ mod tests {
             },
             text("hello"),
         ];
-        assert_eq!(render_parts(&parts, RenderOptions::default()), "[Tool: Bash ls]\n\nhello");
+        assert_eq!(
+            render_parts(&parts, RenderOptions::default()),
+            "[Tool: Bash ls]\n\nhello"
+        );
         assert_eq!(plain_text(&parts), "hello");
     }
 }

@@ -311,8 +311,18 @@ impl<R: Read> Read for LineEndings<R> {
             if n == 0 {
                 return Ok(0);
             }
-            let mut w = 0;
-            for r in 0..n {
+            // Fast path: nearly every input has no `\r` at all.
+            let start = if self.after_cr && buf[0] == b'\n' {
+                Some(0)
+            } else {
+                buf[..n].iter().position(|&b| b == b'\r')
+            };
+            let Some(start) = start else {
+                self.after_cr = false;
+                return Ok(n);
+            };
+            let mut w = start;
+            for r in start..n {
                 let b = buf[r];
                 if b == b'\n' && self.after_cr {
                     self.after_cr = false;

@@ -1,7 +1,7 @@
 //! One parse of one input inside a fresh sandbox, assembled into whole
 //! conversations and checked against the adapter protocol.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use wasmtime::Store;
 use wasmtime::component::ResourceAny;
@@ -32,6 +32,9 @@ pub struct ParseStream<'a> {
     encoding: TextEncoding,
     /// Guest memory high-water mark so far, bytes.
     pub peak_memory: usize,
+    /// Wall-clock time spent inside the adapter's calls (its parsing, plus
+    /// the host reads it makes), excluding the host's lifting and checks.
+    pub guest_time: Duration,
 }
 
 impl Runtime {
@@ -71,6 +74,7 @@ impl Runtime {
                 reason: format!("{e:#}"),
             })?;
         self.arm(&mut store, Some(deadline));
+        let t = Instant::now();
         let opened = world
             .chatmill_adapter_parser()
             .session()
@@ -102,6 +106,7 @@ impl Runtime {
             exhausted: false,
             encoding,
             peak_memory: 0,
+            guest_time: t.elapsed(),
         })
     }
 
@@ -157,11 +162,13 @@ impl ParseStream<'_> {
         }
         self.runtime.arm(&mut self.store, Some(self.deadline));
         let max = limits.items_per_batch;
+        let t = Instant::now();
         let result =
             self.world
                 .chatmill_adapter_parser()
                 .session()
                 .call_next(&mut self.store, session, max);
+        self.guest_time += t.elapsed();
         self.peak_memory = self.peak_memory.max(self.store.data().limiter.peak);
         let items = match result {
             Ok(Ok(items)) => items,
