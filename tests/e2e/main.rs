@@ -5,5 +5,6 @@ mod support;
 
 mod adapters_cmd;
 mod containment;
+mod examples;
 mod normalization;
 mod third_party;

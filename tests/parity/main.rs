@@ -155,18 +155,24 @@ fn every_corpus_file_is_recognized_and_parses_identically_in_the_sandbox() {
         // the citations fixture was trimmed of its user prompt upstream.
         // Their adapters count what they skipped instead.
         let name = path.file_name().unwrap().to_string_lossy();
-        let no_pairs_expected = name.ends_with("batch_output.jsonl")
-            || name == "librechat-chatgpt-citations.json";
+        let no_pairs_expected =
+            name.ends_with("batch_output.jsonl") || name == "librechat-chatgpt-citations.json";
         let skipped: u32 = sandboxed.iter().flat_map(|c| c.skipped.values()).sum();
         if no_pairs_expected {
             if pairs != 0 || skipped == 0 {
-                failures.push(format!("{}: expected 0 pairs with skips, got {pairs} pairs", path.display()));
+                failures.push(format!(
+                    "{}: expected 0 pairs with skips, got {pairs} pairs",
+                    path.display()
+                ));
             }
         } else if pairs == 0 {
             failures.push(format!("{}: no pairs", path.display()));
         }
         if sandboxed != native_by_id(&adapter.info.id, &path) {
-            failures.push(format!("{}: sandboxed output differs from native", path.display()));
+            failures.push(format!(
+                "{}: sandboxed output differs from native",
+                path.display()
+            ));
         }
         checked += 1;
     }

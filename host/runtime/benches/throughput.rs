@@ -34,8 +34,10 @@ fn generate(path: &std::path::Path, mb: usize) -> (usize, usize) {
         let t0 = 1_600_000_000.0 + (convs as f64) * 3600.0;
         mapping
             .push_str(r#""root":{"id":"root","message":null,"parent":null,"children":["sys"]},"#);
-        mapping.push_str(&format!(
-            r#""sys":{{"id":"sys","message":{{"id":"sys","author":{{"role":"system","metadata":{{}}}},"content":{{"content_type":"text","parts":[""]}},"metadata":{{"is_visually_hidden_from_conversation":true}}}},"parent":"root","children":["u0"]}},"#
+        mapping.push_str(concat!(
+            r#""sys":{"id":"sys","message":{"id":"sys","author":{"role":"system","metadata":{}},"#,
+            r#""content":{"content_type":"text","parts":[""]},"#,
+            r#""metadata":{"is_visually_hidden_from_conversation":true}},"parent":"root","children":["u0"]},"#
         ));
         for i in 0..n {
             let q = format!(
