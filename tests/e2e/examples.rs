@@ -18,7 +18,10 @@ fn the_example_exports_parse_with_their_documented_facts() {
     assert_eq!(convs.len(), 2);
     assert_eq!(convs[0]["title"], "Reviving a sourdough starter");
     let text = serde_json::to_string(&convs[0]).unwrap();
-    assert!(!text.contains("regenerated away"), "only the final branch survives");
+    assert!(
+        !text.contains("regenerated away"),
+        "only the final branch survives"
+    );
     assert_eq!(convs[0]["pairs"].as_array().unwrap().len(), 2);
     assert_eq!(convs[0]["pairs"][0]["model"], "gpt-4o");
 
@@ -32,12 +35,19 @@ fn the_example_exports_parse_with_their_documented_facts() {
     assert_eq!(first[1]["type"], "tool-call");
     assert_eq!(first[1]["name"], "Read");
     assert_eq!(first[1]["summary"], "src/totals.rs");
-    assert_eq!(conv["pairs"].as_array().unwrap().len(), 2, "tool results are not prompts");
+    assert_eq!(
+        conv["pairs"].as_array().unwrap().len(),
+        2,
+        "tool results are not prompts"
+    );
 
     let log = entry(&parsed, "2026-03-31_session-a7f3.md");
     assert_eq!(log["adapter"]["id"], "markdown");
     let pairs = log["conversations"][0]["pairs"].as_array().unwrap();
     assert_eq!(pairs.len(), 2);
     assert_eq!(pairs[1]["timestamp"], "2026-03-31T14:23:05Z");
-    assert_eq!(pairs[1]["user"][0]["text"], "How do I switch the model without restarting the app?");
+    assert_eq!(
+        pairs[1]["user"][0]["text"],
+        "How do I switch the model without restarting the app?"
+    );
 }

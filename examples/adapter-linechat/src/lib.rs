@@ -33,7 +33,10 @@ impl Adapter for LineChat {
 
     fn sniff(head: &[u8], file_name: &str) -> u8 {
         let head = text::head_str(head);
-        match (head.starts_with("# linechat v1"), file_name.ends_with(".linechat")) {
+        match (
+            head.starts_with("# linechat v1"),
+            file_name.ends_with(".linechat"),
+        ) {
             (true, _) => 95,
             (false, true) => 40,
             _ => 0,
@@ -67,8 +70,10 @@ impl ConversationReader for Reader {
             let s = String::from_utf8_lossy(line.bytes);
             if line.number == 1 {
                 if !s.starts_with("# linechat v1") {
-                    return Err(ParseError::not_this_format("missing `# linechat v1` header")
-                        .at(Location::line(1)));
+                    return Err(
+                        ParseError::not_this_format("missing `# linechat v1` header")
+                            .at(Location::line(1)),
+                    );
                 }
                 continue;
             }
@@ -109,7 +114,11 @@ mod tests {
 
     #[test]
     fn parses_the_fixture() {
-        let bytes = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/team.linechat")).unwrap();
+        let bytes = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/team.linechat"
+        ))
+        .unwrap();
         let items = parse_all::<LineChat>(Input::from_bytes("team.linechat", bytes), 10).unwrap();
         let pairs = items.iter().filter(|i| matches!(i, Item::Pair(_))).count();
         assert_eq!(pairs, 2);

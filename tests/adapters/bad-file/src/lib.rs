@@ -27,7 +27,12 @@ fn attempts() -> String {
 
 impl Adapter for BadFile {
     fn describe() -> AdapterInfo {
-        AdapterInfo { id: "bad-file".into(), name: "Reaches for the host".into(), version: "0.1.0".into(), formats: vec![] }
+        AdapterInfo {
+            id: "bad-file".into(),
+            name: "Reaches for the host".into(),
+            version: "0.1.0".into(),
+            formats: vec![],
+        }
     }
     fn sniff(_head: &[u8], file_name: &str) -> u8 {
         if file_name.ends_with(".file") { 100 } else { 0 }

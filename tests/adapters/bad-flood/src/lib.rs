@@ -34,13 +34,24 @@ impl Session for S {
 
 impl Adapter for BadFlood {
     fn describe() -> AdapterInfo {
-        AdapterInfo { id: "bad-flood".into(), name: "Floods the host".into(), version: "0.1.0".into(), formats: vec![] }
+        AdapterInfo {
+            id: "bad-flood".into(),
+            name: "Floods the host".into(),
+            version: "0.1.0".into(),
+            formats: vec![],
+        }
     }
     fn sniff(_head: &[u8], file_name: &str) -> u8 {
-        if file_name.ends_with(".flood") || file_name.ends_with(".items") { 100 } else { 0 }
+        if file_name.ends_with(".flood") || file_name.ends_with(".items") {
+            100
+        } else {
+            0
+        }
     }
     fn open(input: Input, _options: &Options) -> Result<Box<dyn Session>, ParseError> {
-        Ok(Box::new(S { items: input.name().ends_with(".items") }))
+        Ok(Box::new(S {
+            items: input.name().ends_with(".items"),
+        }))
     }
 }
 

@@ -15,7 +15,12 @@ impl Session for S {
 
 impl Adapter for BadLoop {
     fn describe() -> AdapterInfo {
-        AdapterInfo { id: "bad-loop".into(), name: "Loops forever".into(), version: "0.1.0".into(), formats: vec![] }
+        AdapterInfo {
+            id: "bad-loop".into(),
+            name: "Loops forever".into(),
+            version: "0.1.0".into(),
+            formats: vec![],
+        }
     }
     fn sniff(_head: &[u8], file_name: &str) -> u8 {
         if file_name.ends_with(".loop") { 100 } else { 0 }

@@ -14,10 +14,19 @@ impl Session for S {
 
 impl Adapter for BadPanic {
     fn describe() -> AdapterInfo {
-        AdapterInfo { id: "bad-panic".into(), name: "Panics".into(), version: "0.1.0".into(), formats: vec![] }
+        AdapterInfo {
+            id: "bad-panic".into(),
+            name: "Panics".into(),
+            version: "0.1.0".into(),
+            formats: vec![],
+        }
     }
     fn sniff(_head: &[u8], file_name: &str) -> u8 {
-        if file_name.ends_with(".panic") { 100 } else { 0 }
+        if file_name.ends_with(".panic") {
+            100
+        } else {
+            0
+        }
     }
     fn open(_input: Input, _options: &Options) -> Result<Box<dyn Session>, ParseError> {
         Ok(Box::new(S(Vec::new())))

@@ -2,7 +2,9 @@
 //! only the version changed): the host must refuse it with a clear message.
 wit_bindgen::generate!({ path: "wit", world: "adapter" });
 
-use exports::chatmill::adapter::parser::{AdapterInfo, Guest, GuestSession, Item, ParseError, Session};
+use exports::chatmill::adapter::parser::{
+    AdapterInfo, Guest, GuestSession, Item, ParseError, Session,
+};
 
 struct Old;
 struct S;
@@ -10,7 +12,12 @@ struct S;
 impl Guest for Old {
     type Session = S;
     fn describe() -> AdapterInfo {
-        AdapterInfo { id: "old-api".into(), name: "Other API".into(), version: "0.1.0".into(), formats: vec![] }
+        AdapterInfo {
+            id: "old-api".into(),
+            name: "Other API".into(),
+            version: "0.1.0".into(),
+            formats: vec![],
+        }
     }
     fn sniff(_head: Vec<u8>, _file_name: String) -> u8 {
         100
