@@ -22,9 +22,9 @@
 //! classified in [`convert`]; unknown ones are skipped and counted.
 
 mod convert;
-mod lenient;
+use chatmill_adapter_sdk::lenient;
 mod raw;
-mod scan;
+use chatmill_adapter_sdk::scan;
 
 use std::collections::{BTreeMap, BTreeSet};
 

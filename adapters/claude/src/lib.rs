@@ -24,9 +24,9 @@
 //! inside the answer); see [`convert`] for the block and tag mapping.
 
 mod convert;
-mod lenient;
+use chatmill_adapter_sdk::lenient;
 mod raw;
-mod scan;
+use chatmill_adapter_sdk::scan;
 
 use std::collections::{BTreeMap, BTreeSet};
 

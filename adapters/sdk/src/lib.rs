@@ -24,8 +24,10 @@
 //! ```
 
 pub mod json;
+pub mod lenient;
 pub mod lines;
 pub mod model;
+pub mod scan;
 pub mod text;
 
 #[cfg(not(target_arch = "wasm32"))]
