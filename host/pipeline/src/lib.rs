@@ -1,9 +1,13 @@
-//! chatmill's processing pipeline, shared by batch import and inline mode.
-//! So far: how message parts are rendered as Markdown ([`render`]) and what
-//! a chunk file looks like and how it is identified ([`chunk`]). Chunking,
-//! headers, the manifest and import land with issue #4.
+//! chatmill's processing pipeline, shared by batch import and inline mode:
+//! how a conversation's pairs become chunks ([`chunker`]), how message parts
+//! are rendered as Markdown ([`render`]), how contextual headers and topics
+//! are written ([`header`]), and what a chunk file looks like and how it is
+//! identified ([`chunk`]). The manifest, the import run and the index land
+//! with issue #4.
 //!
 //! Nothing here prints or touches the network.
 
 pub mod chunk;
+pub mod chunker;
+pub mod header;
 pub mod render;

@@ -2,7 +2,7 @@
 //! code fenced, tool calls and results as one-line summaries, thinking left
 //! out unless asked for.
 
-use chatmill_runtime::model::Part;
+use chatmill_model::Part;
 
 /// What to include when rendering.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

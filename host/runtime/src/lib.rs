@@ -14,7 +14,6 @@ mod convert;
 mod error;
 mod input;
 mod limits;
-pub mod model;
 mod parse;
 mod pipe;
 mod registry;
@@ -30,6 +29,9 @@ pub(crate) mod bindings {
         },
     });
 }
+
+/// The normalized model adapters' output is turned into.
+pub use chatmill_model as model;
 
 pub use cache::CacheOutcome;
 pub use error::{AdapterError, SelectError};

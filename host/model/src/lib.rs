@@ -1,4 +1,4 @@
-//! The host's normalized conversation model: what adapters produce, after
+//! chatmill's normalized conversation model: what adapters produce, after
 //! validation, in a form the pipeline and the CLI's JSON output use.
 
 use std::collections::BTreeMap;

@@ -1,0 +1,452 @@
+//! Grouping a conversation's pairs into chunks.
+//!
+//! The default unit is one pair per chunk. A following pair is merged into
+//! the chunk only when it is a short follow-up that means little alone (a
+//! "why?", "and for Python?", "what about the second one?"), and never past
+//! the word limit. One very long answer with several top-level sections is
+//! split into self-contained parts (each keeps the user's prompt).
+//! Mechanical exchanges (greetings, thanks, "ok") are excluded and counted.
+//! Every other pair lands in exactly one chunk; [`Plan::check`] proves it
+//! for every plan before anything is written.
+
+/// What the chunker sees of one pair.
+#[derive(Debug, Clone)]
+pub struct PairText {
+    /// The pair's 1-based index in its conversation.
+    pub index: u32,
+    /// Plain text of the user prompt.
+    pub user: String,
+    /// The rendered assistant answer.
+    pub assistant: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkerConfig {
+    /// A chunk never grows past this many words by merging.
+    pub max_words: usize,
+    /// A follow-up prompt this short (in words) may be merged.
+    pub max_follow_up_words: usize,
+    /// An answer longer than this (in words) may be split at its sections.
+    pub split_above_words: usize,
+}
+
+impl Default for ChunkerConfig {
+    fn default() -> Self {
+        Self {
+            max_words: 2000,
+            max_follow_up_words: 12,
+            split_above_words: 1500,
+        }
+    }
+}
+
+/// One planned chunk: consecutive pairs, or one part of one pair's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedChunk {
+    /// Positions in the input slice, consecutive.
+    pub pairs: Vec<usize>,
+    /// For a split answer: (part number from 1, parts, the part's text).
+    pub part: Option<(u32, u32, String)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exclusion {
+    /// A greeting, thanks or acknowledgement with no content.
+    Mechanical,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Plan {
+    pub chunks: Vec<PlannedChunk>,
+    /// Positions in the input slice that were left out, and why.
+    pub excluded: Vec<(usize, Exclusion)>,
+}
+
+/// The plan broke its invariant: a bug in the chunker, never the input's
+/// fault.
+#[derive(Debug, thiserror::Error)]
+#[error("chunking bug: pair at position {position} is {problem}")]
+pub struct CoverageError {
+    pub position: usize,
+    pub problem: &'static str,
+}
+
+pub fn word_count(s: &str) -> usize {
+    s.split_whitespace().count()
+}
+
+fn normalized(s: &str) -> String {
+    s.chars()
+        .filter(|c| c.is_alphanumeric() || c.is_whitespace())
+        .collect::<String>()
+        .to_lowercase()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+const MECHANICAL: &[&str] = &[
+    "hi",
+    "hello",
+    "hey",
+    "hi there",
+    "hello there",
+    "good morning",
+    "good evening",
+    "thanks",
+    "thank you",
+    "thanks a lot",
+    "thank you so much",
+    "thx",
+    "ty",
+    "ok",
+    "okay",
+    "ok thanks",
+    "okay thanks",
+    "ok thank you",
+    "great",
+    "great thanks",
+    "cool",
+    "nice",
+    "perfect",
+    "awesome",
+    "got it",
+    "sounds good",
+    "sure",
+    "yes",
+    "yep",
+    "no",
+    "nope",
+    "bye",
+    "goodbye",
+    "see you",
+    "",
+];
+
+/// A greeting/thanks/acknowledgement whose answer has no substance either.
+pub fn is_mechanical(p: &PairText) -> bool {
+    let user = normalized(&p.user);
+    MECHANICAL.contains(&user.as_str()) && word_count(&p.assistant) <= 40
+}
+
+const FOLLOW_UP_STARTS: &[&str] = &[
+    "and ",
+    "also ",
+    "but ",
+    "so ",
+    "then ",
+    "what about",
+    "how about",
+    "what if",
+    "why",
+    "how so",
+    "really",
+    "which one",
+    "which of",
+    "can you also",
+    "could you also",
+    "more ",
+    "continue",
+    "go on",
+    "elaborate",
+    "explain that",
+    "explain this",
+    "and what",
+    "and how",
+    "same for",
+    "what does that",
+    "what does this",
+    "is that",
+    "is it",
+    "does that",
+    "does it",
+    "do it",
+    "try again",
+    "shorter",
+    "longer",
+];
+
+/// A short prompt that only makes sense after the previous exchange.
+pub fn is_follow_up(user: &str, cfg: &ChunkerConfig) -> bool {
+    let words = word_count(user);
+    if words == 0 || words > cfg.max_follow_up_words {
+        return false;
+    }
+    let n = normalized(user);
+    let padded = format!("{n} ");
+    FOLLOW_UP_STARTS.iter().any(|s| padded.starts_with(s))
+}
+
+/// Splits a long answer at its top-level Markdown headings (outside code
+/// fences), when it has at least two sections.
+fn sections(answer: &str) -> Vec<String> {
+    let mut parts: Vec<String> = Vec::new();
+    let mut current = String::new();
+    let mut fence: Option<String> = None;
+    for line in answer.split_inclusive('\n') {
+        let t = line.trim_start();
+        if let Some(f) = &fence {
+            if t.starts_with(f.as_str()) {
+                fence = None;
+            }
+        } else if t.starts_with("```") || t.starts_with("~~~") {
+            fence = Some(t.chars().take_while(|c| *c == '`' || *c == '~').collect());
+        } else if (t.starts_with("# ") || t.starts_with("## ")) && !current.trim().is_empty() {
+            parts.push(std::mem::take(&mut current));
+        }
+        current.push_str(line);
+    }
+    if !current.trim().is_empty() {
+        parts.push(current);
+    }
+    parts.iter().map(|p| p.trim().to_string()).collect()
+}
+
+/// Plans the chunks of one conversation.
+pub fn plan(pairs: &[PairText], cfg: &ChunkerConfig) -> Plan {
+    let mut out = Plan::default();
+    let mut current: Option<(Vec<usize>, usize)> = None;
+    for (pos, pair) in pairs.iter().enumerate() {
+        if is_mechanical(pair) {
+            out.excluded.push((pos, Exclusion::Mechanical));
+            continue;
+        }
+        let words = word_count(&pair.user) + word_count(&pair.assistant);
+        if let Some((members, total)) = &mut current
+            && is_follow_up(&pair.user, cfg)
+            && *total + words <= cfg.max_words
+            && members.last() == Some(&(pos - 1))
+        {
+            members.push(pos);
+            *total += words;
+            continue;
+        }
+        if let Some((members, _)) = current.take() {
+            out.chunks.push(PlannedChunk {
+                pairs: members,
+                part: None,
+            });
+        }
+        if word_count(&pair.assistant) > cfg.split_above_words {
+            let parts = sections(&pair.assistant);
+            if parts.len() >= 2 {
+                let n = parts.len() as u32;
+                for (i, text) in parts.into_iter().enumerate() {
+                    out.chunks.push(PlannedChunk {
+                        pairs: vec![pos],
+                        part: Some((i as u32 + 1, n, text)),
+                    });
+                }
+                continue;
+            }
+        }
+        current = Some((vec![pos], words));
+    }
+    if let Some((members, _)) = current {
+        out.chunks.push(PlannedChunk {
+            pairs: members,
+            part: None,
+        });
+    }
+    out
+}
+
+impl Plan {
+    /// Every pair is either excluded or in exactly one chunk (a split pair
+    /// in all the parts of one split, and nowhere else).
+    pub fn check(&self, pairs: usize) -> Result<(), CoverageError> {
+        let mut seen = vec![0u32; pairs];
+        let mut split_parts = vec![0u32; pairs];
+        for c in &self.chunks {
+            for &p in &c.pairs {
+                let slot = seen.get_mut(p).ok_or(CoverageError {
+                    position: p,
+                    problem: "out of range",
+                })?;
+                match &c.part {
+                    Some((_, n, _)) => {
+                        split_parts[p] += 1;
+                        if split_parts[p] == *n {
+                            *slot += 1;
+                        }
+                    }
+                    None => *slot += 1,
+                }
+            }
+        }
+        for &(p, _) in &self.excluded {
+            if let Some(slot) = seen.get_mut(p) {
+                *slot += 1;
+            }
+        }
+        for (position, &n) in seen.iter().enumerate() {
+            if n == 0 {
+                return Err(CoverageError {
+                    position,
+                    problem: "in no chunk",
+                });
+            }
+            if n > 1 {
+                return Err(CoverageError {
+                    position,
+                    problem: "in more than one chunk",
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(index: u32, user: &str, assistant: &str) -> PairText {
+        PairText {
+            index,
+            user: user.into(),
+            assistant: assistant.into(),
+        }
+    }
+
+    fn shape(plan: &Plan) -> Vec<Vec<usize>> {
+        plan.chunks.iter().map(|c| c.pairs.clone()).collect()
+    }
+
+    #[test]
+    fn one_pair_per_chunk_by_default() {
+        let pairs = vec![
+            p(
+                1,
+                "How do I rotate logs with logrotate?",
+                "Use copytruncate or a postrotate hook.",
+            ),
+            p(
+                2,
+                "Write a Python function that reverses a linked list.",
+                "def reverse(head): ...",
+            ),
+        ];
+        let plan = plan(&pairs, &ChunkerConfig::default());
+        assert_eq!(shape(&plan), vec![vec![0], vec![1]]);
+        plan.check(2).unwrap();
+    }
+
+    #[test]
+    fn short_follow_ups_merge_and_new_questions_do_not() {
+        let pairs = vec![
+            p(
+                1,
+                "How do I rotate logs with logrotate?",
+                "Use copytruncate.",
+            ),
+            p(2, "Why?", "Because the writer keeps its file handle."),
+            p(
+                3,
+                "And for journald?",
+                "journald rotates itself: SystemMaxUse=.",
+            ),
+            p(
+                4,
+                "What is the capital of Australia and why was it chosen?",
+                "Canberra, a compromise.",
+            ),
+        ];
+        let plan = plan(&pairs, &ChunkerConfig::default());
+        assert_eq!(shape(&plan), vec![vec![0, 1, 2], vec![3]]);
+        plan.check(4).unwrap();
+    }
+
+    #[test]
+    fn merging_stops_at_the_word_limit() {
+        let long = "word ".repeat(1995);
+        let pairs = vec![
+            p(1, "Explain TCP congestion control in depth.", &long),
+            p(2, "Why?", "Because of loss."),
+        ];
+        let cfg = ChunkerConfig::default();
+        let plan = plan(&pairs, &cfg);
+        assert_eq!(shape(&plan), vec![vec![0], vec![1]]);
+    }
+
+    #[test]
+    fn mechanical_exchanges_are_excluded_but_a_thanks_with_a_real_answer_is_kept() {
+        let pairs = vec![
+            p(1, "Hi!", "Hello! How can I help?"),
+            p(2, "How do I undo a git commit?", "git reset --soft HEAD~1"),
+            p(3, "Thanks!", "You're welcome."),
+            p(
+                4,
+                "thanks",
+                &"Here is a much longer explanation. ".repeat(20),
+            ),
+        ];
+        let plan = plan(&pairs, &ChunkerConfig::default());
+        assert_eq!(
+            plan.excluded,
+            vec![(0, Exclusion::Mechanical), (2, Exclusion::Mechanical)]
+        );
+        assert_eq!(shape(&plan), vec![vec![1], vec![3]]);
+        plan.check(4).unwrap();
+    }
+
+    #[test]
+    fn a_very_long_sectioned_answer_is_split_into_self_contained_parts() {
+        let body = "text ".repeat(600);
+        let answer = format!(
+            "## Install\n{body}\n```sh\n## not a heading\n```\n## Configure\n{body}\n## Run\n{body}"
+        );
+        let pairs = vec![p(1, "Set up Postgres for me", &answer)];
+        let plan = plan(&pairs, &ChunkerConfig::default());
+        assert_eq!(plan.chunks.len(), 3);
+        let parts: Vec<_> = plan
+            .chunks
+            .iter()
+            .map(|c| c.part.clone().unwrap())
+            .collect();
+        assert_eq!((parts[0].0, parts[0].1), (1, 3));
+        assert!(parts[0].2.starts_with("## Install"));
+        assert!(
+            parts[0].2.contains("## not a heading"),
+            "headings inside code fences do not split"
+        );
+        assert!(parts[2].2.starts_with("## Run"));
+        plan.check(1).unwrap();
+    }
+
+    #[test]
+    fn the_coverage_check_catches_gaps_and_duplicates() {
+        let gap = Plan {
+            chunks: vec![PlannedChunk {
+                pairs: vec![0],
+                part: None,
+            }],
+            excluded: vec![],
+        };
+        assert!(
+            gap.check(2)
+                .unwrap_err()
+                .to_string()
+                .contains("in no chunk")
+        );
+        let dup = Plan {
+            chunks: vec![
+                PlannedChunk {
+                    pairs: vec![0],
+                    part: None,
+                },
+                PlannedChunk {
+                    pairs: vec![0],
+                    part: None,
+                },
+            ],
+            excluded: vec![],
+        };
+        assert!(
+            dup.check(1)
+                .unwrap_err()
+                .to_string()
+                .contains("more than one")
+        );
+    }
+}

@@ -1,0 +1,297 @@
+//! Contextual headers and topic tags: 2–4 sentences written for the moment a
+//! chunk is retrieved (what the exchange is about, what the user wanted,
+//! the prior context it needs, platform and date) and 1–3 specific topics.
+//!
+//! [`HeaderWriter`] is the seam: the built-in [`ExtractiveWriter`] needs no
+//! network and no model; an LLM writer for OpenAI-compatible endpoints plugs
+//! in behind the same trait.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+
+/// What a header is written from. Everything comes from the same
+/// conversation: context never bleeds between files.
+#[derive(Debug, Clone, Default)]
+pub struct HeaderInput<'a> {
+    pub platform: &'a str,
+    pub title: Option<&'a str>,
+    pub date: Option<DateTime<Utc>>,
+    /// Plain text of the chunk's user prompts.
+    pub user: &'a str,
+    /// The chunk's assistant text.
+    pub assistant: &'a str,
+    /// `"3"` or `"3-4"`, and how many pairs the conversation has.
+    pub turn_range: &'a str,
+    pub total_pairs: u32,
+    /// The preceding chunk of the same conversation, if any.
+    pub previous: Option<&'a Previous>,
+}
+
+/// What a header may say about the preceding exchange.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Previous {
+    pub topics: Vec<String>,
+    pub request: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    pub context: String,
+    pub topics: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum HeaderError {
+    #[error("header model did not answer in time")]
+    Timeout,
+    #[error("header model failed: {0}")]
+    Failed(String),
+}
+
+pub trait HeaderWriter: Send + Sync {
+    fn write(&self, input: &HeaderInput<'_>) -> Result<Header, HeaderError>;
+}
+
+/// Writes headers from the exchange itself: the title, the user's own
+/// request (quoted), the most salient terms, and the preceding exchange's
+/// topic. Deterministic, no network, no model.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ExtractiveWriter;
+
+fn platform_name(p: &str) -> &str {
+    match p {
+        "chatgpt" => "ChatGPT",
+        "claude" => "Claude.ai",
+        "gemini" => "Gemini",
+        "claude-code" => "Claude Code",
+        "api" => "API",
+        "local" => "local session",
+        other => other,
+    }
+}
+
+const STOPWORDS: &str = "a about above after again against all also am an and any are aren as at be because been \
+before being below between both but by can cannot could did do does doing don down during each \
+few for from further get got had has have having he her here hers herself him himself his how i \
+if in into is isn it its itself just let like make me more most my myself need no nor not now of \
+off on once only or other our ours ourselves out over own please same she should so some such \
+than that the their theirs them themselves then there these they this those through to too under \
+until up use used using very want was we were what when where which while who whom why will with \
+would you your yours yourself yourselves one two also there's it's i'm can't don't doesn't isn't \
+thing things way ways really much many well okay ok yes hi hello thanks thank sure help tell show \
+give know think try still even new good best better first";
+
+fn stopwords() -> &'static std::collections::BTreeSet<&'static str> {
+    static SET: std::sync::OnceLock<std::collections::BTreeSet<&'static str>> =
+        std::sync::OnceLock::new();
+    SET.get_or_init(|| STOPWORDS.split_whitespace().collect())
+}
+
+/// Words, keeping identifiers (`src/totals.rs`, `snake_case`, `C++`) whole.
+fn tokens(text: &str) -> Vec<String> {
+    text.split(|c: char| c.is_whitespace() || ",;:!?()[]{}\"'`<>|*".contains(c))
+        .map(|t| t.trim_matches(|c: char| c == '.' || c == '-' || c == '#'))
+        .filter(|t| t.chars().count() >= 2 && t.chars().any(char::is_alphabetic))
+        .map(str::to_string)
+        .collect()
+}
+
+fn is_identifier(t: &str) -> bool {
+    t.contains('_')
+        || t.contains('/')
+        || t.contains('.')
+        || t.chars().skip(1).any(char::is_uppercase)
+}
+
+/// 1–3 topics: the most salient terms and two-word phrases of the request,
+/// weighted by the title and the answer.
+pub fn topics(title: Option<&str>, user: &str, assistant: &str) -> Vec<String> {
+    let stop = stopwords();
+    let mut score: BTreeMap<String, f64> = BTreeMap::new();
+    let mut add = |text: &str, weight: f64| {
+        let toks = tokens(text);
+        let keep: Vec<Option<String>> = toks
+            .iter()
+            .map(|t| {
+                let lower = t.to_lowercase();
+                (!stop.contains(lower.as_str()))
+                    .then(|| if is_identifier(t) { t.clone() } else { lower })
+            })
+            .collect();
+        for (i, k) in keep.iter().enumerate() {
+            let Some(k) = k else { continue };
+            *score.entry(k.clone()).or_default() +=
+                weight * if is_identifier(k) { 1.5 } else { 1.0 };
+            if let Some(Some(next)) = keep.get(i + 1) {
+                *score.entry(format!("{k} {next}")).or_default() += weight * 1.6;
+            }
+        }
+    };
+    if let Some(t) = title {
+        add(t, 2.0);
+    }
+    add(user, 3.0);
+    add(&assistant.chars().take(4000).collect::<String>(), 0.5);
+    let mut ranked: Vec<(String, f64)> = score.into_iter().filter(|(_, s)| *s >= 1.5).collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let mut out: Vec<String> = Vec::new();
+    for (term, _) in ranked {
+        // Skip a term already covered by a chosen phrase (or covering one).
+        if out
+            .iter()
+            .any(|o| o.contains(term.as_str()) || term.contains(o.as_str()))
+        {
+            continue;
+        }
+        out.push(term);
+        if out.len() == 3 {
+            break;
+        }
+    }
+    out
+}
+
+/// The first sentence of `text`, whitespace folded, at most `max` chars.
+pub fn first_sentence(text: &str, max: usize) -> String {
+    let folded = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let end = folded
+        .char_indices()
+        .find(|&(i, c)| matches!(c, '.' | '?' | '!') && folded[i + 1..].starts_with(' '))
+        .map(|(i, c)| i + c.len_utf8())
+        .unwrap_or(folded.len());
+    let s = &folded[..end];
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let cut: String = s.chars().take(max).collect();
+    let cut = cut
+        .rsplit_once(' ')
+        .map_or(cut.as_str(), |(a, _)| a)
+        .to_string();
+    format!("{cut}…")
+}
+
+fn join_topics(t: &[String]) -> String {
+    match t {
+        [] => String::new(),
+        [a] => a.clone(),
+        [a, b] => format!("{a} and {b}"),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+impl HeaderWriter for ExtractiveWriter {
+    fn write(&self, input: &HeaderInput<'_>) -> Result<Header, HeaderError> {
+        let topics = topics(input.title, input.user, input.assistant);
+        let mut sentences = Vec::new();
+        let platform = platform_name(input.platform);
+        let date = input
+            .date
+            .map(|d| format!(" on {}", d.format("%B %-d, %Y")))
+            .unwrap_or_default();
+        let place = if input.total_pairs > 1 {
+            format!(" (exchange {} of {})", input.turn_range, input.total_pairs)
+        } else {
+            String::new()
+        };
+        match input.title.map(str::trim).filter(|t| !t.is_empty()) {
+            Some(t) => sentences.push(format!(
+                "From a {platform} conversation titled \"{t}\"{date}{place}."
+            )),
+            None => sentences.push(format!("From a {platform} conversation{date}{place}.")),
+        }
+        let request = first_sentence(input.user, 220);
+        if !request.is_empty() {
+            sentences.push(format!("The user asked: \"{request}\""));
+        }
+        if !topics.is_empty() {
+            sentences.push(format!("The exchange covers {}.", join_topics(&topics)));
+        }
+        if let Some(prev) = input.previous {
+            let about = if prev.topics.is_empty() {
+                format!("\"{}\"", first_sentence(&prev.request, 120))
+            } else {
+                join_topics(&prev.topics)
+            };
+            sentences.push(format!(
+                "It follows an earlier exchange in the same conversation about {about}."
+            ));
+        }
+        Ok(Header {
+            context: sentences.join(" "),
+            topics,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_are_specific_and_two_to_four_sentences() {
+        let date = DateTime::parse_from_rfc3339("2025-03-02T09:14:03Z")
+            .unwrap()
+            .to_utc();
+        let prev = Previous {
+            topics: vec!["invoice totals".into()],
+            request: "The totals are off by one cent.".into(),
+        };
+        let input = HeaderInput {
+            platform: "claude-code",
+            title: Some("invoice-tool"),
+            date: Some(date),
+            user: "Store amounts as integer cents in src/totals.rs and add a test for invoice 1042. Thanks.",
+            assistant: "Done: totals are integer cents now; the sums_in_cents test reproduces invoice 1042.",
+            turn_range: "2",
+            total_pairs: 2,
+            previous: Some(&prev),
+        };
+        let h = ExtractiveWriter.write(&input).unwrap();
+        assert!(h.context.starts_with("From a Claude Code conversation titled \"invoice-tool\" on March 2, 2025 (exchange 2 of 2)."), "{}", h.context);
+        assert!(h.context.contains("The user asked: \"Store amounts as integer cents in src/totals.rs and add a test for invoice 1042.\""), "{}", h.context);
+        assert!(
+            h.context
+                .contains("earlier exchange in the same conversation about invoice totals"),
+            "{}",
+            h.context
+        );
+        let sentences = h.context.matches(". ").count() + 1;
+        assert!((2..=5).contains(&sentences), "{}", h.context);
+        assert!(
+            !h.topics.is_empty() && h.topics.len() <= 3,
+            "{:?}",
+            h.topics
+        );
+        assert!(
+            h.topics
+                .iter()
+                .any(|t| t.contains("src/totals.rs") || t.contains("cents")),
+            "{:?}",
+            h.topics
+        );
+        assert!(!h.context.to_lowercase().contains("a conversation about ai"));
+    }
+
+    #[test]
+    fn topics_prefer_specific_terms_over_filler() {
+        let t = topics(
+            Some("Reviving a sourdough starter"),
+            "My sourdough starter smells like nail polish remover. Is it dead?",
+            "Not dead, hungry: the acetone smell means it ran out of food. Feed the starter twice a day.",
+        );
+        assert_eq!(t[0], "sourdough starter", "{t:?}");
+        assert!(t.len() <= 3);
+        for filler in ["is", "it", "like", "my"] {
+            assert!(!t.iter().any(|x| x == filler), "{t:?}");
+        }
+    }
+
+    #[test]
+    fn first_sentences_are_cut_on_words() {
+        assert_eq!(first_sentence("How are you? Fine.", 50), "How are you?");
+        assert_eq!(first_sentence("v1.2 is out", 50), "v1.2 is out");
+        assert_eq!(first_sentence("one two three four", 9), "one two…");
+    }
+}
