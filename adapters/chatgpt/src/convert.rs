@@ -514,7 +514,11 @@ fn push_citations(meta: &MessageMeta<'_>, out: &mut Vec<Part>) {
 /// Removes inline citation markers: `【6†source】`-style (2023–2024) and
 /// the private-use `\u{e200}cite\u{e202}…\u{e201}` spans of newer exports.
 pub fn strip_citation_markers(s: &str) -> Cow<'_, str> {
-    if !s.contains('【') && !s.contains('\u{e200}') {
+    // A plain byte scan first: both markers start with a lead byte (0xE3 for
+    // U+3010, 0xEE for U+E200) that most text never contains. `str::contains`
+    // with a non-ASCII char runs a two-way string search, which costs a lot
+    // per message inside wasm (no SIMD memchr there).
+    if !s.bytes().any(|b| b == 0xE3 || b == 0xEE) || (!s.contains('【') && !s.contains('\u{e200}')) {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len());

@@ -111,6 +111,11 @@ impl Runtime {
         config.wasm_component_model(true);
         config.epoch_interruption(true);
         config.max_wasm_stack(limits.wasm_stack_bytes);
+        // `CHATMILL_PERFMAP=1` writes /tmp/perf-<pid>.map so `perf report`
+        // names the adapters' functions (for profiling adapters).
+        if std::env::var_os("CHATMILL_PERFMAP").is_some() {
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         let engine = Engine::new(&config).map_err(engine_err)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(engine_err)?;
