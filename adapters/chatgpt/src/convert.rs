@@ -518,7 +518,8 @@ pub fn strip_citation_markers(s: &str) -> Cow<'_, str> {
     // U+3010, 0xEE for U+E200) that most text never contains. `str::contains`
     // with a non-ASCII char runs a two-way string search, which costs a lot
     // per message inside wasm (no SIMD memchr there).
-    if !s.bytes().any(|b| b == 0xE3 || b == 0xEE) || (!s.contains('【') && !s.contains('\u{e200}')) {
+    if !s.bytes().any(|b| b == 0xE3 || b == 0xEE) || (!s.contains('【') && !s.contains('\u{e200}'))
+    {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len());

@@ -7,7 +7,10 @@
 //!
 //! Nothing here prints or touches the network.
 
+pub mod atomic;
 pub mod chunk;
 pub mod chunker;
 pub mod header;
+pub mod manifest;
+pub mod processor;
 pub mod render;

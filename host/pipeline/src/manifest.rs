@@ -1,0 +1,228 @@
+//! The processing manifest (`ROOT/.processing-manifest.json`): which inputs
+//! were processed, with which adapter, into which chunks — and, per
+//! conversation, how far it has been chunked, so a grown conversation adds
+//! only its new pairs. Versioned; written atomically; it never claims a
+//! chunk that is not on disk (it is saved after the chunks are written).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// The manifest format this chatmill writes.
+pub const MANIFEST_VERSION: u32 = 1;
+/// The file name under the root.
+pub const MANIFEST_FILE: &str = ".processing-manifest.json";
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    pub version: u32,
+    /// By input key (the path as given, or `archive.zip!inner/path`).
+    pub files: BTreeMap<String, FileRecord>,
+    /// By conversation key (`platform:conversation-id`).
+    pub conversations: BTreeMap<String, ConversationRecord>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FileStatus {
+    Processed,
+    /// Not a chat export (no adapter recognized it), or empty.
+    Skipped,
+    Failed,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdapterRef {
+    pub id: String,
+    pub version: String,
+    pub sha256: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileRecord {
+    pub sha256: String,
+    pub size: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adapter: Option<AdapterRef>,
+    pub processed_at: DateTime<Utc>,
+    pub status: FileStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Chunks this file produced (in this or an earlier run).
+    #[serde(default)]
+    pub chunk_ids: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConversationRecord {
+    /// The highest pair index already chunked (or excluded).
+    pub last_pair: u32,
+    /// Where its chunks live.
+    pub chunk_ids: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    #[error("cannot read the manifest `{path}`: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the manifest `{path}` is not valid: {message}")]
+    Invalid { path: PathBuf, message: String },
+    #[error(
+        "the manifest `{path}` has format version {found}; this chatmill reads up to {supported}"
+    )]
+    TooNew {
+        path: PathBuf,
+        found: u32,
+        supported: u32,
+    },
+    #[error("cannot write the manifest `{path}`: {source}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl ManifestError {
+    pub fn hint(&self) -> Option<&'static str> {
+        match self {
+            Self::Invalid { .. } => Some(
+                "the chunk files are the source of truth: `chatmill verify --repair` rebuilds the manifest from them",
+            ),
+            Self::TooNew { .. } => Some("upgrade chatmill, or point `--root` at another folder"),
+            _ => None,
+        }
+    }
+}
+
+/// The key a conversation is tracked under.
+pub fn conversation_key(platform: &str, id: &str) -> String {
+    format!("{platform}:{id}")
+}
+
+impl Manifest {
+    pub fn new() -> Self {
+        Self {
+            version: MANIFEST_VERSION,
+            ..Self::default()
+        }
+    }
+
+    /// Reads `path`; a missing file is an empty manifest.
+    pub fn load(path: &Path) -> Result<Self, ManifestError> {
+        let text = match fs_err::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::new()),
+            Err(source) => {
+                return Err(ManifestError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                });
+            }
+        };
+        #[derive(Deserialize)]
+        struct Probe {
+            version: u32,
+        }
+        let invalid = |e: serde_json::Error| ManifestError::Invalid {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        };
+        let probe: Probe = serde_json::from_str(&text).map_err(invalid)?;
+        if probe.version > MANIFEST_VERSION {
+            return Err(ManifestError::TooNew {
+                path: path.to_path_buf(),
+                found: probe.version,
+                supported: MANIFEST_VERSION,
+            });
+        }
+        serde_json::from_str(&text).map_err(invalid)
+    }
+
+    /// Writes atomically: a temp file in the same folder, then a rename.
+    pub fn save(&self, path: &Path) -> Result<(), ManifestError> {
+        let write = |source| ManifestError::Write {
+            path: path.to_path_buf(),
+            source,
+        };
+        let dir = path.parent().unwrap_or(Path::new("."));
+        fs_err::create_dir_all(dir).map_err(write)?;
+        let json = serde_json::to_vec_pretty(self).map_err(|e| write(std::io::Error::other(e)))?;
+        crate::atomic::write(path, &json).map_err(write)
+    }
+
+    /// Every chunk id the manifest knows, for deduplication.
+    pub fn chunk_ids(&self) -> std::collections::BTreeSet<&str> {
+        self.conversations
+            .values()
+            .flat_map(|c| c.chunk_ids.iter().map(String::as_str))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_manifest_is_empty_and_a_saved_one_reads_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(MANIFEST_FILE);
+        let mut m = Manifest::load(&path).unwrap();
+        assert_eq!(m, Manifest::new());
+        m.conversations.insert(
+            conversation_key("chatgpt", "c1"),
+            ConversationRecord {
+                last_pair: 3,
+                chunk_ids: vec!["chatgpt-abc-001-2024-05-01".into()],
+            },
+        );
+        m.files.insert(
+            "raw/conversations.json".into(),
+            FileRecord {
+                sha256: "00".repeat(32),
+                size: 10,
+                adapter: Some(AdapterRef {
+                    id: "chatgpt".into(),
+                    version: "0.1.0".into(),
+                    sha256: "11".repeat(32),
+                }),
+                processed_at: DateTime::from_timestamp(1_700_000_000, 0).unwrap(),
+                status: FileStatus::Processed,
+                reason: None,
+                chunk_ids: vec!["chatgpt-abc-001-2024-05-01".into()],
+            },
+        );
+        m.save(&path).unwrap();
+        assert_eq!(Manifest::load(&path).unwrap(), m);
+        assert!(m.chunk_ids().contains("chatgpt-abc-001-2024-05-01"));
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(leftovers.len(), 1, "no temp files left behind");
+    }
+
+    #[test]
+    fn newer_or_broken_manifests_are_refused_with_a_hint() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(MANIFEST_FILE);
+        std::fs::write(
+            &path,
+            r#"{"version": 99, "files": {}, "conversations": {}}"#,
+        )
+        .unwrap();
+        let e = Manifest::load(&path).unwrap_err();
+        assert!(matches!(e, ManifestError::TooNew { found: 99, .. }), "{e}");
+        std::fs::write(&path, "{ not json").unwrap();
+        let e = Manifest::load(&path).unwrap_err();
+        assert!(e.hint().unwrap().contains("verify --repair"));
+    }
+}

@@ -1,0 +1,408 @@
+//! Turning one normalized conversation into chunk files: only the pairs the
+//! manifest has not seen, chunked, given headers, deduplicated by chunk id,
+//! written atomically, and recorded in the manifest. Shared by batch import
+//! and inline mode.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use chatmill_model::Conversation;
+use chrono::{DateTime, SecondsFormat, Utc};
+
+use crate::chunk::{ChunkDoc, ChunkError, Exchange, Frontmatter, chunk_id, turn_range};
+use crate::chunker::{ChunkerConfig, CoverageError, PairText, plan};
+use crate::header::{HeaderError, HeaderInput, HeaderWriter, Previous};
+use crate::manifest::{Manifest, conversation_key};
+use crate::render::{RenderOptions, plain_text, render_parts};
+
+/// Frontmatter keys adapters' metadata may not override.
+const RESERVED: &[&str] = &[
+    "source_file",
+    "source_platform",
+    "model_used",
+    "timestamp",
+    "conversation_title",
+    "turn_range",
+    "topics",
+    "chunk_id",
+    "agent_id",
+    "conversation_id",
+    "part",
+];
+
+#[derive(Debug, Clone)]
+pub struct ProcessorConfig {
+    /// Where chunk files are written.
+    pub out_dir: PathBuf,
+    /// `external` for imports, the agent's id inline.
+    pub agent_id: String,
+    pub render: RenderOptions,
+    pub chunker: ChunkerConfig,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    pub chunk_id: String,
+    pub path: PathBuf,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Outcome {
+    pub written: Vec<Written>,
+    /// Chunks that already existed (same chunk id).
+    pub duplicates: u32,
+    /// Mechanical exchanges left out.
+    pub excluded: u32,
+    /// Pairs this run looked at (those the manifest had not seen).
+    pub new_pairs: u32,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProcessError {
+    #[error(transparent)]
+    Coverage(#[from] CoverageError),
+    #[error("cannot write chunk `{chunk_id}`: {source}")]
+    Write {
+        chunk_id: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot render chunk `{chunk_id}`: {source}")]
+    Render {
+        chunk_id: String,
+        #[source]
+        source: ChunkError,
+    },
+    #[error("header writer failed for chunk `{chunk_id}`: {source}")]
+    Header {
+        chunk_id: String,
+        #[source]
+        source: HeaderError,
+    },
+}
+
+pub struct Processor<'a> {
+    cfg: ProcessorConfig,
+    header: &'a dyn HeaderWriter,
+    existing: BTreeSet<String>,
+}
+
+fn iso(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::AutoSi, true)
+}
+
+impl<'a> Processor<'a> {
+    pub fn new(cfg: ProcessorConfig, header: &'a dyn HeaderWriter, manifest: &Manifest) -> Self {
+        let existing = manifest
+            .chunk_ids()
+            .into_iter()
+            .map(str::to_string)
+            .collect();
+        Self {
+            cfg,
+            header,
+            existing,
+        }
+    }
+
+    pub fn chunk_path(&self, chunk_id: &str) -> PathBuf {
+        self.cfg.out_dir.join(format!("{chunk_id}.md"))
+    }
+
+    /// Chunks the pairs of `conv` the manifest has not seen, writes them, and
+    /// records them in `manifest` (the caller saves it once the file is done).
+    /// `fallback_time` dates pairs whose source has no time (the file's).
+    pub fn process(
+        &mut self,
+        conv: &Conversation,
+        source_file: &str,
+        fallback_time: DateTime<Utc>,
+        manifest: &mut Manifest,
+    ) -> Result<Outcome, ProcessError> {
+        let key = conversation_key(&conv.platform, &conv.id);
+        let seen = manifest.conversations.get(&key).map_or(0, |r| r.last_pair);
+        let fresh: Vec<&chatmill_model::Pair> =
+            conv.pairs.iter().filter(|p| p.index > seen).collect();
+        let mut out = Outcome {
+            new_pairs: fresh.len() as u32,
+            ..Outcome::default()
+        };
+        if fresh.is_empty() {
+            return Ok(out);
+        }
+        let texts: Vec<PairText> = fresh
+            .iter()
+            .map(|p| PairText {
+                index: p.index,
+                user: render_parts(&p.user, self.cfg.render),
+                assistant: render_parts(&p.assistant, self.cfg.render),
+            })
+            .collect();
+        let plan = plan(&texts, &self.cfg.chunker);
+        plan.check(texts.len())?;
+        out.excluded = plan.excluded.len() as u32;
+
+        let extras: BTreeMap<String, String> = conv
+            .metadata
+            .iter()
+            .filter(|(k, _)| !RESERVED.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let total_pairs = conv.pairs.last().map_or(0, |p| p.index);
+        let mut previous: Option<Previous> = None;
+        let mut record = manifest
+            .conversations
+            .get(&key)
+            .cloned()
+            .unwrap_or_default();
+        for planned in &plan.chunks {
+            let first = fresh[planned.pairs[0]];
+            let last = fresh[*planned.pairs.last().expect("a chunk has pairs")];
+            let time = first.timestamp.or(conv.created).unwrap_or(fallback_time);
+            let mut id = chunk_id(&conv.platform, &conv.id, first.index, last.index, time);
+            let mut extra = extras.clone();
+            if let Some((n, of, _)) = &planned.part {
+                id.push_str(&format!("-part-{n}"));
+                extra.insert("part".into(), format!("{n}/{of}"));
+            }
+            if self.existing.contains(&id) {
+                out.duplicates += 1;
+                continue;
+            }
+            let exchanges: Vec<Exchange> = match &planned.part {
+                Some((_, _, text)) => vec![Exchange {
+                    user: texts[planned.pairs[0]].user.clone(),
+                    assistant: text.clone(),
+                }],
+                None => planned
+                    .pairs
+                    .iter()
+                    .map(|&i| Exchange {
+                        user: texts[i].user.clone(),
+                        assistant: texts[i].assistant.clone(),
+                    })
+                    .collect(),
+            };
+            let user_plain: Vec<String> = planned
+                .pairs
+                .iter()
+                .map(|&i| plain_text(&fresh[i].user))
+                .collect();
+            let user_plain = user_plain.join("\n");
+            let assistant_all: String = exchanges
+                .iter()
+                .map(|e| e.assistant.as_str())
+                .collect::<Vec<_>>()
+                .join("\n");
+            let range = turn_range(first.index, last.index);
+            let header = self
+                .header
+                .write(&HeaderInput {
+                    platform: &conv.platform,
+                    title: conv.title.as_deref(),
+                    date: Some(time),
+                    user: &user_plain,
+                    assistant: &assistant_all,
+                    turn_range: &range,
+                    total_pairs,
+                    previous: previous.as_ref(),
+                })
+                .map_err(|source| ProcessError::Header {
+                    chunk_id: id.clone(),
+                    source,
+                })?;
+            let model = last
+                .model
+                .clone()
+                .or_else(|| first.model.clone())
+                .or_else(|| conv.model.clone())
+                .unwrap_or_else(|| "unknown".into());
+            let doc = ChunkDoc {
+                frontmatter: Frontmatter {
+                    source_file: source_file.to_string(),
+                    source_platform: conv.platform.clone(),
+                    model_used: model,
+                    timestamp: iso(time),
+                    conversation_title: conv.title.clone(),
+                    turn_range: range,
+                    topics: header.topics.clone(),
+                    chunk_id: id.clone(),
+                    agent_id: self.cfg.agent_id.clone(),
+                    conversation_id: conv.id.clone(),
+                    extra,
+                },
+                context: header.context,
+                exchanges,
+            };
+            let text = doc.to_markdown().map_err(|source| ProcessError::Render {
+                chunk_id: id.clone(),
+                source,
+            })?;
+            let path = self.chunk_path(&id);
+            crate::atomic::write(&path, text.as_bytes()).map_err(|source| ProcessError::Write {
+                chunk_id: id.clone(),
+                source,
+            })?;
+            previous = Some(Previous {
+                topics: header.topics,
+                request: user_plain,
+            });
+            self.existing.insert(id.clone());
+            record.chunk_ids.push(id.clone());
+            out.written.push(Written { chunk_id: id, path });
+        }
+        record.last_pair = record.last_pair.max(fresh.last().map_or(0, |p| p.index));
+        manifest.conversations.insert(key, record);
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::header::ExtractiveWriter;
+    use crate::manifest::ConversationRecord;
+    use chatmill_model::{Pair, Part};
+    use std::path::Path;
+
+    fn pair(index: u32, user: &str, assistant: &str) -> Pair {
+        Pair {
+            index,
+            timestamp: DateTime::from_timestamp(1_714_557_600 + i64::from(index) * 60, 0),
+            model: Some("gpt-4o".into()),
+            user: vec![Part::Text { text: user.into() }],
+            assistant: vec![Part::Text {
+                text: assistant.into(),
+            }],
+            metadata: BTreeMap::new(),
+        }
+    }
+
+    fn conv(pairs: Vec<Pair>) -> Conversation {
+        Conversation {
+            id: "conv-1".into(),
+            title: Some("Reviving a sourdough starter: tips".into()),
+            created: None,
+            updated: None,
+            platform: "chatgpt".into(),
+            model: None,
+            metadata: BTreeMap::from([
+                ("project".into(), "bakery".into()),
+                ("chunk_id".into(), "evil".into()),
+            ]),
+            pairs,
+            skipped: BTreeMap::new(),
+        }
+    }
+
+    fn cfg(dir: &Path) -> ProcessorConfig {
+        ProcessorConfig {
+            out_dir: dir.to_path_buf(),
+            agent_id: "external".into(),
+            render: RenderOptions::default(),
+            chunker: ChunkerConfig::default(),
+        }
+    }
+
+    #[test]
+    fn a_conversation_becomes_chunk_files_once_and_growth_adds_only_new_pairs() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut manifest = Manifest::new();
+        let t0 = DateTime::from_timestamp(0, 0).unwrap();
+        let c = conv(vec![
+            pair(
+                1,
+                "My sourdough starter smells like acetone. Is it dead?",
+                "No, it is hungry.",
+            ),
+            pair(2, "Why?", "It ran out of food."),
+            pair(3, "thanks", "You're welcome!"),
+        ]);
+        let writer = ExtractiveWriter;
+        let mut p = Processor::new(cfg(dir.path()), &writer, &manifest);
+        let out = p
+            .process(&c, "conversations.json", t0, &mut manifest)
+            .unwrap();
+        assert_eq!(
+            out.written.len(),
+            1,
+            "pair 2 is a follow-up of pair 1: {out:?}"
+        );
+        assert_eq!(out.excluded, 1, "pair 3 is mechanical");
+        let text = std::fs::read_to_string(&out.written[0].path).unwrap();
+        let doc = ChunkDoc::parse(&text).unwrap();
+        assert_eq!(doc.frontmatter.turn_range, "1-2");
+        assert_eq!(doc.frontmatter.model_used, "gpt-4o");
+        assert_eq!(doc.frontmatter.timestamp, "2024-05-01T10:01:00Z");
+        assert_eq!(
+            doc.frontmatter.extra.get("project").map(String::as_str),
+            Some("bakery")
+        );
+        assert_ne!(
+            doc.frontmatter.chunk_id, "evil",
+            "metadata cannot override frontmatter fields"
+        );
+        assert_eq!(doc.exchanges.len(), 2);
+        assert!(
+            doc.context.contains("Reviving a sourdough starter: tips"),
+            "{}",
+            doc.context
+        );
+
+        // The same conversation again: nothing new.
+        let mut p = Processor::new(cfg(dir.path()), &writer, &manifest);
+        let again = p
+            .process(&c, "conversations.json", t0, &mut manifest)
+            .unwrap();
+        assert_eq!(again, Outcome::default());
+
+        // It grew: only pair 4 is chunked; earlier chunks are untouched.
+        let mut grown = c.clone();
+        grown.pairs.push(pair(
+            4,
+            "How warm should the kitchen be for the starter to rise?",
+            "About 24 °C.",
+        ));
+        let mut p = Processor::new(cfg(dir.path()), &writer, &manifest);
+        let out = p
+            .process(&grown, "conversations-001.json", t0, &mut manifest)
+            .unwrap();
+        assert_eq!(out.new_pairs, 1);
+        assert_eq!(out.written.len(), 1);
+        let doc = ChunkDoc::parse(&std::fs::read_to_string(&out.written[0].path).unwrap()).unwrap();
+        assert_eq!(doc.frontmatter.turn_range, "4");
+        assert_eq!(
+            manifest.conversations[&conversation_key("chatgpt", "conv-1")].last_pair,
+            4
+        );
+        let files = std::fs::read_dir(dir.path()).unwrap().count();
+        assert_eq!(files, 2, "no duplicates, no temp files");
+    }
+
+    #[test]
+    fn an_existing_chunk_id_is_never_written_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut manifest = Manifest::new();
+        let t0 = DateTime::from_timestamp(0, 0).unwrap();
+        let c = conv(vec![pair(
+            1,
+            "Explain how sourdough fermentation works.",
+            "Yeast and bacteria…",
+        )]);
+        let writer = ExtractiveWriter;
+        let mut p = Processor::new(cfg(dir.path()), &writer, &manifest);
+        let first = p.process(&c, "a.json", t0, &mut manifest).unwrap();
+        // A manifest that forgot the conversation but still knows the chunk.
+        let mut forgetful = Manifest::new();
+        forgetful.conversations.insert(
+            "other:x".into(),
+            ConversationRecord {
+                last_pair: 1,
+                chunk_ids: vec![first.written[0].chunk_id.clone()],
+            },
+        );
+        let mut p = Processor::new(cfg(dir.path()), &writer, &forgetful);
+        let out = p.process(&c, "a.json", t0, &mut forgetful).unwrap();
+        assert_eq!((out.written.len(), out.duplicates), (0, 1));
+    }
+}
