@@ -6,5 +6,6 @@ mod support;
 mod adapters_cmd;
 mod containment;
 mod examples;
+mod import;
 mod normalization;
 mod third_party;

@@ -23,6 +23,11 @@ pub struct Global {
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
 
+    /// The root folder: chunk files, the manifest, and `raw/` (default:
+    /// `~/Documents/conversations`).
+    #[arg(long, global = true, env = "CHATMILL_ROOT", value_name = "DIR")]
+    pub root: Option<PathBuf>,
+
     /// Config file (default: `$XDG_CONFIG_HOME/chatmill/config.toml`).
     #[arg(long, global = true, env = "CHATMILL_CONFIG")]
     pub config: Option<PathBuf>,
@@ -72,6 +77,8 @@ pub struct LimitArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Import exports into chunk files (default input: `ROOT/raw`).
+    Import(ImportArgs),
     /// Parse export files with the adapters and print normalized JSON.
     Parse(ParseArgs),
     /// Manage adapters.
@@ -90,6 +97,18 @@ pub struct ParseArgs {
     /// Print compact JSON (default: pretty).
     #[arg(long)]
     pub compact: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// Files or folders to import (default: `ROOT/raw`).
+    pub inputs: Vec<PathBuf>,
+    /// Use this adapter for every input instead of sniffing.
+    #[arg(long, value_name = "ID")]
+    pub format: Option<String>,
+    /// Print the processing summary as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -21,6 +21,8 @@ pub struct Config {
     pub adapters_dir: Option<PathBuf>,
     /// Compiled-adapter cache directory.
     pub cache_dir: Option<PathBuf>,
+    /// The root folder (chunks, manifest, `raw/`).
+    pub root: Option<PathBuf>,
 }
 
 fn project_dirs() -> Option<directories::ProjectDirs> {
@@ -50,6 +52,7 @@ impl Config {
 }
 
 pub struct Context {
+    pub root: PathBuf,
     pub adapters_dir: PathBuf,
     pub runtime: Runtime,
     pub dev_adapters: Vec<PathBuf>,
@@ -95,7 +98,21 @@ impl Context {
                 .or_else(|| dirs.as_ref().map(|d| d.cache_dir().to_path_buf()))
         };
         let runtime = Runtime::new(limits, cache_dir.as_deref())?;
+        let root = global
+            .root
+            .clone()
+            .or_else(|| config.root.clone())
+            .or_else(|| {
+                directories::UserDirs::new().map(|u| {
+                    u.document_dir()
+                        .map(Path::to_path_buf)
+                        .unwrap_or_else(|| u.home_dir().join("Documents"))
+                        .join("conversations")
+                })
+            })
+            .unwrap_or_else(|| PathBuf::from("conversations"));
         Ok(Self {
+            root,
             adapters_dir,
             runtime,
             dev_adapters: global.adapters.clone(),

@@ -137,11 +137,10 @@ pub fn topics(title: Option<&str>, user: &str, assistant: &str) -> Vec<String> {
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     let mut out: Vec<String> = Vec::new();
     for (term, _) in ranked {
-        // Skip a term already covered by a chosen phrase (or covering one).
-        if out
-            .iter()
-            .any(|o| o.contains(term.as_str()) || term.contains(o.as_str()))
-        {
+        // Skip a term sharing a word with a chosen one ("polish remover"
+        // after "nail polish"): three distinct topics say more.
+        let words: Vec<&str> = term.split(' ').collect();
+        if out.iter().any(|o| o.split(' ').any(|w| words.contains(&w))) {
             continue;
         }
         out.push(term);

@@ -11,6 +11,7 @@ pub mod atomic;
 pub mod chunk;
 pub mod chunker;
 pub mod header;
+pub mod import;
 pub mod manifest;
 pub mod processor;
 pub mod render;

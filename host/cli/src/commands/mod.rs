@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 mod adapters;
+mod import;
 mod parse;
 
 use std::process::ExitCode;
@@ -12,6 +13,7 @@ use crate::render::CliError;
 pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
     let ctx = Context::new(&cli.global)?;
     match cli.command {
+        Command::Import(args) => import::run(&ctx, args),
         Command::Parse(args) => parse::run(&ctx, args),
         Command::Adapters(cmd) => adapters::run(&ctx, cmd),
     }

@@ -1,0 +1,85 @@
+//! `chatmill import`: exports → chunk files, with a processing summary.
+
+#![allow(clippy::print_stdout, reason = "the command's output is stdout")]
+
+use std::process::ExitCode;
+
+use chatmill_pipeline::chunker::ChunkerConfig;
+use chatmill_pipeline::header::ExtractiveWriter;
+use chatmill_pipeline::import::{self, ImportOptions, Progress, Summary};
+use chatmill_pipeline::processor::ProcessorConfig;
+use chatmill_pipeline::render::RenderOptions;
+
+use crate::cli::ImportArgs;
+use crate::context::Context;
+use crate::render::CliError;
+
+pub fn run(ctx: &Context, args: ImportArgs) -> Result<ExitCode, CliError> {
+    let set = ctx.adapter_set()?;
+    if let Some(id) = &args.format
+        && set.get(id).is_none()
+    {
+        return Err(CliError::usage(
+            anyhow::anyhow!("no adapter has the id `{id}`"),
+            Some(format!("available adapters: {}", set.ids().join(", "))),
+        ));
+    }
+    let opts = ImportOptions {
+        root: ctx.root.clone(),
+        inputs: args.inputs.clone(),
+        format: args.format.clone(),
+        processor: ProcessorConfig {
+            out_dir: ctx.root.clone(),
+            agent_id: "external".into(),
+            render: RenderOptions::default(),
+            chunker: ChunkerConfig::default(),
+        },
+    };
+    let mut progress = |p: Progress<'_>| match p {
+        Progress::Inventory { files } => tracing::info!("{files} input files"),
+        Progress::File { index, of, name } => tracing::info!("[{}/{of}] {name}", index + 1),
+    };
+    let summary = import::run(&ctx.runtime, &set, &ExtractiveWriter, &opts, &mut progress)
+        .map_err(|e| {
+            let hint = match &e {
+                import::ImportError::Manifest(m) => m.hint().map(str::to_string),
+                _ => None,
+            };
+            CliError::usage(e, hint)
+        })?;
+    if args.json {
+        let s = serde_json::to_string_pretty(&summary).map_err(|e| CliError::failed(e, None))?;
+        println!("{s}");
+    } else {
+        print_human(&summary, ctx);
+    }
+    Ok(
+        if summary.errors.is_empty() && summary.files_skipped.is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        },
+    )
+}
+
+fn print_human(s: &Summary, ctx: &Context) {
+    println!("root: {}", ctx.root.display());
+    println!("files processed:     {}", s.files_processed);
+    println!("files unchanged:     {}", s.files_unchanged);
+    println!("chunks written:      {}", s.chunks_written);
+    println!("duplicates skipped:  {}", s.duplicates_skipped);
+    println!("mechanical excluded: {}", s.mechanical_excluded);
+    println!("chunks in total:     {}", s.chunks_total);
+    if !s.files_skipped.is_empty() {
+        println!("files skipped: {}", s.files_skipped.len());
+        for f in &s.files_skipped {
+            println!("  {}: {}", f.file, f.reason);
+        }
+    }
+    for e in &s.errors {
+        crate::render::error(&CliError::failed(
+            anyhow::anyhow!("`{}`: {}", e.file, e.reason),
+            e.hint.clone(),
+        ));
+    }
+}

@@ -1,0 +1,149 @@
+//! `chatmill import` on real exports: chunk files with the spec's
+//! frontmatter, every bad input reported with a reason while the rest is
+//! processed, and a re-run that writes nothing new.
+
+use std::collections::BTreeSet;
+
+use crate::support::*;
+
+fn chunk_files(root: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn import_writes_chunks_reports_bad_inputs_and_never_duplicates() {
+    let env = Env::new();
+    let root = env.path("root");
+    let raw = root.join("raw");
+    std::fs::create_dir_all(raw.join("claude-code/project-a")).unwrap();
+    for (rel, dest) in [
+        ("chatgpt/librechat-chatgpt-tree.json", "conversations.json"),
+        (
+            "claude/osteele-claude-api-single-conversation-bakery.json",
+            "bakery.json",
+        ),
+        (
+            "claude-code/claude-code-viewer-fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl",
+            "claude-code/project-a/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl",
+        ),
+        (
+            "markdown/not-a-transcript-minsky-2025-05-21_improve-mcp-error-handling.md",
+            "notes.md",
+        ),
+    ] {
+        std::fs::copy(corpus(rel), raw.join(dest)).unwrap();
+    }
+    let tree = std::fs::read(corpus("chatgpt/librechat-chatgpt-export.json")).unwrap();
+    std::fs::write(raw.join("truncated.json"), &tree[..tree.len() / 2]).unwrap();
+    std::fs::write(raw.join("empty.json"), b"").unwrap();
+    std::fs::write(
+        raw.join("image.png"),
+        [0x89u8, b'P', b'N', b'G', 0, 1, 2, 3, 0xff, 0xfe],
+    )
+    .unwrap();
+    std::fs::create_dir_all(raw.join("__MACOSX")).unwrap();
+    std::fs::write(raw.join("__MACOSX/._conversations.json"), b"junk").unwrap();
+
+    let root_s = root.to_str().unwrap();
+    let run = env.run(&["--root", root_s, "import", "--json"]);
+    assert_eq!(run.code, 1, "bad inputs make the exit code 1: {run:?}");
+    let s = run.json();
+    assert_eq!(s["files_processed"], 3, "{s:#}");
+    let written = s["chunks_written"].as_u64().unwrap();
+    assert!(written >= 6, "{s:#}");
+    let skipped: BTreeSet<String> = s["files_skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            f["file"]
+                .as_str()
+                .unwrap()
+                .rsplit('/')
+                .next()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        skipped,
+        BTreeSet::from([
+            "notes.md".to_string(),
+            "empty.json".into(),
+            "image.png".into()
+        ]),
+        "{s:#}"
+    );
+    let errors = s["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{s:#}");
+    assert!(
+        errors[0]["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("truncated.json")
+    );
+    assert!(errors[0]["hint"].is_string());
+    for f in s["files_skipped"].as_array().unwrap() {
+        assert!(!f["reason"].as_str().unwrap().is_empty());
+    }
+
+    // The chunk files: the spec's frontmatter, unique ids, a context header.
+    let files = chunk_files(&root);
+    assert_eq!(files.len() as u64, s["chunks_total"].as_u64().unwrap());
+    let mut ids = BTreeSet::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        for field in [
+            "source_file:",
+            "source_platform:",
+            "model_used:",
+            "timestamp:",
+            "turn_range:",
+            "topics:",
+            "chunk_id:",
+            "agent_id: external",
+            "conversation_id:",
+        ] {
+            assert!(
+                text.contains(&format!("\n{field}")),
+                "{} lacks {field}:\n{text}",
+                f.display()
+            );
+        }
+        assert!(text.contains("\n## Context\n\nFrom a "), "{text}");
+        assert!(text.contains("\n## Exchange\n\n**User:**\n"), "{text}");
+        let id = f.file_stem().unwrap().to_string_lossy().into_owned();
+        assert!(text.contains(&format!("\nchunk_id: {id}\n")), "{text}");
+        assert!(ids.insert(id), "duplicate chunk id");
+    }
+    let code_chunks: Vec<_> = files
+        .iter()
+        .filter(|f| {
+            f.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("claude-code-")
+        })
+        .collect();
+    assert!(!code_chunks.is_empty());
+    let text = std::fs::read_to_string(code_chunks[0]).unwrap();
+    assert!(text.contains("\nproject: "), "per-format extras: {text}");
+    assert!(root.join(".processing-manifest.json").exists());
+
+    // Again: nothing new, nothing duplicated.
+    let again = env.run(&["--root", root_s, "import", "--json"]);
+    let s2 = again.json();
+    assert_eq!(s2["chunks_written"], 0, "{s2:#}");
+    // The 3 processed and 3 skipped files are unchanged; the failed one is
+    // tried (and reported) again.
+    assert_eq!(s2["files_unchanged"], 6, "{s2:#}");
+    assert_eq!(s2["errors"].as_array().unwrap().len(), 1, "{s2:#}");
+    assert_eq!(chunk_files(&root).len(), files.len());
+}
