@@ -1,6 +1,18 @@
 #!/usr/bin/env bash
-# The whole test suite (unit, adapter corpus, end-to-end).
+# The whole test suite (unit, adapter corpus, parity, end-to-end), then one
+# closing line with the totals over every test binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-cargo test --release --locked --workspace "$@"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
+cargo test --release --locked --workspace --lib --bins --tests "$@" 2>&1 | tee "$log" || status=$?
+passed=$(grep -E '^test result:' "$log" | sed -E 's/.* ([0-9]+) passed.*/\1/' | awk '{s+=$1} END {print s+0}')
+failed=$(grep -E '^test result:' "$log" | sed -E 's/.* ([0-9]+) failed.*/\1/' | awk '{s+=$1} END {print s+0}')
+if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
+  # A build failure or crash: no test result lines to count.
+  failed=1
+fi
+echo "tests: $passed passed, $failed failed"
+exit "$status"
