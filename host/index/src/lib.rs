@@ -1,0 +1,167 @@
+//! chatmill's index: where chunks are stored to be found again, by recency
+//! and by meaning.
+//!
+//! - [`Store`] is the backend seam (the embedded SQLite store, a ChromaDB
+//!   server); it stores records with their vectors and answers the primitive
+//!   queries (k nearest vectors, BM25 keyword, newest first), all scoped by a
+//!   [`Filter`].
+//! - [`Embedder`] turns text into unit vectors (the real local model, an
+//!   OpenAI-compatible endpoint, or the lexical fallback live elsewhere and
+//!   implement this trait).
+//! - [`Index`] joins one store and one embedder: it embeds a chunk's
+//!   *header + user prompt* (never the assistant reply) and stores the full
+//!   chunk as the document. The pipeline talks to it through [`Indexer`].
+//!
+//! Nothing here prints.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+/// What the index keeps about a chunk: the frontmatter fields searches are
+/// scoped and shown by.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChunkMeta {
+    /// The chunk's first pair, seconds since the Unix epoch (UTC).
+    pub timestamp: i64,
+    /// `source_platform`: `chatgpt`, `claude`, `gemini`, `claude-code`,
+    /// `local` or `api`.
+    pub platform: String,
+    pub agent_id: String,
+    pub conversation_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    pub topics: Vec<String>,
+    pub model: String,
+    pub turn_range: String,
+    /// `source_file` from the frontmatter.
+    pub source_file: String,
+    /// The chunk file, relative to the root.
+    pub path: String,
+}
+
+/// One chunk as the index sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChunkRecord {
+    pub chunk_id: String,
+    /// The text that is embedded: contextual header + user prompt(s).
+    pub embed_text: String,
+    /// The full chunk file text (what a search returns).
+    pub document: String,
+    pub meta: ChunkMeta,
+}
+
+/// Scopes a query. Every field narrows; `None` means any.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Filter {
+    pub agent_id: Option<String>,
+    pub platform: Option<String>,
+    /// Inclusive, epoch seconds.
+    pub since: Option<i64>,
+    /// Inclusive, epoch seconds.
+    pub until: Option<i64>,
+    pub conversation_id: Option<String>,
+}
+
+/// A stored chunk a query found, best first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hit {
+    pub chunk_id: String,
+    /// Higher is better. Its scale depends on the query (cosine similarity
+    /// for vectors, BM25 for keywords, fused scores for hybrid).
+    pub score: f32,
+    pub meta: ChunkMeta,
+    pub document: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error("index store `{store}`: {message}")]
+    Store {
+        store: String,
+        message: String,
+        /// What the user can do about it.
+        hint: Option<String>,
+        /// Whether trying again later may help (a server down, a timeout).
+        retryable: bool,
+    },
+    #[error("embedder `{model}`: {message}")]
+    Embed {
+        model: String,
+        message: String,
+        hint: Option<String>,
+    },
+    #[error("`{store}` does not support {what}")]
+    Unsupported { store: String, what: &'static str },
+    #[error(
+        "the index holds {found}-dimensional vectors from `{found_model}`, but the embedder `{model}` makes {dim}-dimensional ones"
+    )]
+    DimensionMismatch {
+        found: usize,
+        found_model: String,
+        model: String,
+        dim: usize,
+    },
+}
+
+impl IndexError {
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Self::Store { hint, .. } | Self::Embed { hint, .. } => hint.clone(),
+            Self::Unsupported { .. } => Some("use the embedded store for this kind of query".into()),
+            Self::DimensionMismatch { .. } => Some(
+                "run `chatmill reindex` to re-embed every chunk with the current model".into(),
+            ),
+        }
+    }
+}
+
+/// Turns texts into L2-normalized vectors.
+pub trait Embedder: Send + Sync {
+    /// Identifies the model and its settings (cache key; stored with the
+    /// vectors so a model change is detected).
+    fn id(&self) -> &str;
+    fn dim(&self) -> usize;
+    /// One vector per text, same order.
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, IndexError>;
+    /// True for the lexical stand-in used when no real model is available
+    /// (searches say so; `chatmill reindex` replaces its vectors later).
+    fn is_fallback(&self) -> bool {
+        false
+    }
+}
+
+/// A backend that stores chunks with their vectors.
+pub trait Store: Send + Sync {
+    /// `sqlite`, `chroma`, … (used in messages).
+    fn name(&self) -> &str;
+    /// Inserts or replaces (same chunk id) records; `vectors[i]` belongs
+    /// to `records[i]`; `model` is the embedder's id.
+    fn upsert(
+        &self,
+        records: &[ChunkRecord],
+        vectors: &[Vec<f32>],
+        model: &str,
+    ) -> Result<(), IndexError>;
+    fn delete(&self, chunk_ids: &[String]) -> Result<(), IndexError>;
+    /// Every stored chunk id.
+    fn ids(&self) -> Result<BTreeSet<String>, IndexError>;
+    fn count(&self) -> Result<u64, IndexError>;
+    /// The embedder id the stored vectors came from (`None` when empty).
+    fn model(&self) -> Result<Option<String>, IndexError>;
+    /// The `k` nearest vectors (cosine similarity as the score).
+    fn knn(&self, vector: &[f32], k: usize, filter: &Filter) -> Result<Vec<Hit>, IndexError>;
+    /// BM25 over the documents.
+    fn keyword(&self, query: &str, k: usize, filter: &Filter) -> Result<Vec<Hit>, IndexError>;
+    /// Newest first.
+    fn recent(&self, k: usize, filter: &Filter) -> Result<Vec<Hit>, IndexError>;
+}
+
+/// What the pipeline needs from the index.
+pub trait Indexer: Send + Sync {
+    /// Embeds and stores (replacing records with the same chunk id).
+    fn index(&self, records: &[ChunkRecord]) -> Result<(), IndexError>;
+    fn remove(&self, chunk_ids: &[String]) -> Result<(), IndexError>;
+    fn ids(&self) -> Result<BTreeSet<String>, IndexError>;
+    fn count(&self) -> Result<u64, IndexError>;
+}
