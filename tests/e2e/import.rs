@@ -147,3 +147,87 @@ fn import_writes_chunks_reports_bad_inputs_and_never_duplicates() {
     assert_eq!(s2["errors"].as_array().unwrap().len(), 1, "{s2:#}");
     assert_eq!(chunk_files(&root).len(), files.len());
 }
+
+fn write_zip(path: &std::path::Path, entries: &[(&str, Vec<u8>)]) {
+    use std::io::Write;
+    let mut z = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+    let opts = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated);
+    for (name, bytes) in entries {
+        z.start_file(*name, opts).unwrap();
+        z.write_all(bytes).unwrap();
+    }
+    z.finish().unwrap();
+}
+
+#[test]
+fn a_zip_is_imported_in_place_like_the_files_inside_it() {
+    let env = Env::new();
+    let chatgpt = std::fs::read(corpus("chatgpt/librechat-chatgpt-tree.json")).unwrap();
+    let session = std::fs::read(corpus(
+        "claude-code/claude-code-viewer-fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl",
+    ))
+    .unwrap();
+    let session_name = "fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl";
+
+    // The same exports, once as plain files and once zipped (with the junk
+    // macOS adds).
+    let plain = env.path("plain");
+    std::fs::create_dir_all(plain.join("raw/proj")).unwrap();
+    std::fs::write(plain.join("raw/conversations.json"), &chatgpt).unwrap();
+    std::fs::write(plain.join("raw/proj").join(session_name), &session).unwrap();
+    let zipped = env.path("zipped");
+    std::fs::create_dir_all(zipped.join("raw")).unwrap();
+    write_zip(
+        &zipped.join("raw/export.zip"),
+        &[
+            ("export/conversations.json", chatgpt.clone()),
+            ("__MACOSX/export/._conversations.json", b"junk".to_vec()),
+            (&format!("export/proj/{session_name}"), session.clone()),
+        ],
+    );
+
+    let a = env.run(&["--root", plain.to_str().unwrap(), "import", "--json"]);
+    let b = env.run(&["--root", zipped.to_str().unwrap(), "import", "--json"]);
+    assert_eq!((a.code, b.code), (0, 0), "{a:?}\n{b:?}");
+    let (sa, sb) = (a.json(), b.json());
+    assert_eq!(sb["files_processed"], 2, "{sb:#}");
+    assert_eq!(sa["chunks_written"], sb["chunks_written"], "{sa:#}\n{sb:#}");
+    let names = |root: &std::path::Path| -> Vec<String> {
+        chunk_files(root)
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect()
+    };
+    assert_eq!(names(&plain), names(&zipped), "same chunk ids either way");
+    // The adapters saw the entries' own names (the session id comes from it).
+    for f in chunk_files(&zipped) {
+        let text = std::fs::read_to_string(&f).unwrap();
+        assert!(
+            text.contains("source_file: conversations.json")
+                || text.contains(&format!("source_file: {session_name}")),
+            "{text}"
+        );
+    }
+    let manifest = std::fs::read_to_string(zipped.join(".processing-manifest.json")).unwrap();
+    assert!(
+        manifest.contains("export.zip!export/conversations.json"),
+        "{manifest}"
+    );
+    assert!(!manifest.contains("__MACOSX"), "{manifest}");
+    let leftovers: Vec<_> = std::fs::read_dir(&zipped)
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(".chatmill-tmp-")
+        })
+        .collect();
+    assert!(leftovers.is_empty(), "temporary copies are removed");
+
+    // Unchanged zip: nothing to do.
+    let again = env.run(&["--root", zipped.to_str().unwrap(), "import", "--json"]);
+    assert_eq!(again.json()["files_unchanged"], 2);
+    assert_eq!(again.json()["chunks_written"], 0);
+}

@@ -4,18 +4,20 @@
 //! others; the manifest is saved after every file, so a killed run resumes
 //! where it stopped and converges to the same result.
 
-use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::collections::BTreeSet;
+use std::path::PathBuf;
 
+use chatmill_index::{ChunkRecord, Indexer};
 use chatmill_runtime::{AdapterSet, Input, Runtime, SelectError};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
+use crate::chunk::ChunkDoc;
 use crate::header::HeaderWriter;
+use crate::inventory::{self, Item};
 use crate::manifest::{AdapterRef, FileRecord, FileStatus, MANIFEST_FILE, Manifest, ManifestError};
 use crate::processor::{Processor, ProcessorConfig};
+use crate::record::index_record;
 
 #[derive(Debug, Clone)]
 pub struct ImportOptions {
@@ -53,6 +55,21 @@ pub struct Summary {
     pub errors: Vec<FileProblem>,
     /// Chunks the manifest knows after the run.
     pub chunks_total: u32,
+    /// Chunks handed to the index this run (new ones, and earlier ones the
+    /// index was missing).
+    pub chunks_indexed: u32,
+    /// Chunks in the index after the run (`None` without an index, or when
+    /// it could not be counted).
+    pub index_total: Option<u64>,
+}
+
+/// What an import runs with.
+pub struct Services<'a> {
+    pub runtime: &'a Runtime,
+    pub adapters: &'a AdapterSet,
+    pub header: &'a dyn HeaderWriter,
+    /// `None`: chunk files and manifest only.
+    pub indexer: Option<&'a dyn Indexer>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -86,244 +103,298 @@ pub enum Progress<'a> {
     },
 }
 
-/// Names that are never exports: OS and archive junk.
-fn is_junk(path: &Path) -> bool {
-    path.components().any(|c| {
-        let s = c.as_os_str().to_string_lossy();
-        s == "__MACOSX" || s == ".DS_Store" || s == "Thumbs.db" || s == "desktop.ini"
-    }) || path
-        .file_name()
-        .is_some_and(|n| n.to_string_lossy().starts_with(".chatmill-tmp-"))
-}
-
-struct Candidate {
-    path: PathBuf,
-    key: String,
-    mtime: SystemTime,
-}
-
-fn walk(path: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    if path.is_dir() {
-        let mut entries: Vec<PathBuf> = fs_err::read_dir(path)?
-            .flatten()
-            .map(|e| e.path())
-            .collect();
-        entries.sort();
-        for e in entries {
-            walk(&e, out)?;
-        }
-    } else {
-        out.push(path.to_path_buf());
-    }
-    Ok(())
-}
-
-fn sha256_file(path: &Path) -> std::io::Result<(String, u64)> {
-    let mut f = fs_err::File::open(path)?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 256 * 1024];
-    let mut size = 0u64;
-    loop {
-        let n = f.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        size += n as u64;
-        h.update(&buf[..n]);
-    }
-    Ok((hex::encode(h.finalize()), size))
-}
-
 /// Runs one import.
 pub fn run(
-    runtime: &Runtime,
-    adapters: &AdapterSet,
-    header: &dyn HeaderWriter,
+    svc: &Services<'_>,
     opts: &ImportOptions,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Summary, ImportError> {
-    fs_err::create_dir_all(&opts.processor.out_dir).map_err(|source| ImportError::Root {
-        path: opts.processor.out_dir.clone(),
+    let out_dir = &opts.processor.out_dir;
+    fs_err::create_dir_all(out_dir).map_err(|source| ImportError::Root {
+        path: out_dir.clone(),
         source,
     })?;
+    // A killed run may have left temp files (never half chunk files: those
+    // are renamed into place whole).
+    inventory::sweep_temp_files(out_dir);
+    inventory::sweep_temp_files(&opts.root);
     let manifest_path = opts.root.join(MANIFEST_FILE);
     let mut manifest = Manifest::load(&manifest_path)?;
     let inputs = if opts.inputs.is_empty() {
-        vec![opts.root.join("raw")]
+        let raw = opts.root.join("raw");
+        if raw.exists() { vec![raw] } else { Vec::new() }
     } else {
+        for input in &opts.inputs {
+            if !input.exists() {
+                return Err(ImportError::Inventory {
+                    path: input.clone(),
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::NotFound,
+                        "no such file or folder",
+                    ),
+                });
+            }
+        }
         opts.inputs.clone()
     };
-    let mut files = Vec::new();
-    for input in &inputs {
-        if !input.exists() {
-            if opts.inputs.is_empty() {
-                continue; // No raw/ yet: nothing to do.
-            }
-            return Err(ImportError::Inventory {
-                path: input.clone(),
-                source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such file or folder"),
-            });
-        }
-        walk(input, &mut files).map_err(|source| ImportError::Inventory {
-            path: input.clone(),
-            source,
-        })?;
-    }
-    // Oldest first, so headers and manifests build up in time order.
-    let mut candidates: Vec<Candidate> = files
-        .into_iter()
-        .filter(|p| !is_junk(p))
-        .map(|path| {
-            let mtime = fs_err::metadata(&path)
-                .and_then(|m| m.modified())
-                .unwrap_or(SystemTime::UNIX_EPOCH);
-            Candidate {
-                key: path.display().to_string(),
-                path,
-                mtime,
-            }
-        })
-        .collect();
-    candidates.sort_by(|a, b| a.mtime.cmp(&b.mtime).then_with(|| a.key.cmp(&b.key)));
-    progress(Progress::Inventory {
-        files: candidates.len(),
-    });
-
+    let (items, broken) = inventory::collect(&inputs).map_err(|e| ImportError::Inventory {
+        path: e.path.clone(),
+        source: std::io::Error::other(e.message),
+    })?;
     let mut summary = Summary::default();
-    let mut processor = Processor::new(opts.processor.clone(), header, &manifest);
-    let total = candidates.len();
-    for (index, c) in candidates.iter().enumerate() {
+    for b in broken {
+        summary.errors.push(FileProblem {
+            file: b.path.display().to_string(),
+            reason: b.message,
+            hint: Some("the archive is damaged or incomplete; download the export again".into()),
+            retryable: false,
+        });
+    }
+    progress(Progress::Inventory { files: items.len() });
+
+    let mut processor = Processor::new(opts.processor.clone(), svc.header, &manifest);
+    let mut index_failure: Option<(u32, chatmill_index::IndexError)> = None;
+    let total = items.len();
+    for (index, item) in items.iter().enumerate() {
         progress(Progress::File {
             index,
             of: total,
-            name: &c.key,
+            name: &item.key,
         });
-        let problem = |reason: String, hint: Option<String>, retryable: bool| FileProblem {
-            file: c.key.clone(),
-            reason,
-            hint,
-            retryable,
-        };
-        let (sha256, size) = match sha256_file(&c.path) {
-            Ok(h) => h,
-            Err(e) => {
-                summary
-                    .errors
-                    .push(problem(format!("cannot read it: {e}"), None, true));
-                continue;
-            }
-        };
-        if let Some(rec) = manifest.files.get(&c.key)
-            && rec.sha256 == sha256
-            && rec.status != FileStatus::Failed
-        {
-            summary.files_unchanged += 1;
-            continue;
-        }
-        let mtime: DateTime<Utc> = c.mtime.into();
-        let mut record = FileRecord {
-            sha256,
-            size,
-            adapter: None,
-            processed_at: Utc::now(),
-            status: FileStatus::Processed,
-            reason: None,
-            chunk_ids: manifest
-                .files
-                .get(&c.key)
-                .map(|r| r.chunk_ids.clone())
-                .unwrap_or_default(),
-        };
-        if size == 0 {
-            record.status = FileStatus::Skipped;
-            record.reason = Some("empty file".into());
-            summary
-                .files_skipped
-                .push(problem("empty file".into(), None, false));
-            manifest.files.insert(c.key.clone(), record);
-            manifest.save(&manifest_path)?;
-            continue;
-        }
-        let input = Input::from_path(&c.path);
-        let adapter = match adapters.select(runtime, &input, opts.format.as_deref()) {
-            Ok(a) => a,
-            Err(e) => {
-                let hint = e.hint();
-                let reason = e.to_string();
-                if matches!(e, SelectError::Unrecognized { .. }) {
-                    record.status = FileStatus::Skipped;
-                    summary
-                        .files_skipped
-                        .push(problem(reason.clone(), hint, false));
-                } else {
-                    record.status = FileStatus::Failed;
-                    summary.errors.push(problem(reason.clone(), hint, false));
+        let records = import_one(svc, opts, item, &mut processor, &mut manifest, &mut summary)?;
+        if let (Some(indexer), false) = (svc.indexer, records.is_empty()) {
+            match indexer.index(&records) {
+                Ok(()) => summary.chunks_indexed += records.len() as u32,
+                Err(e) => {
+                    let n = records.len() as u32 + index_failure.as_ref().map_or(0, |f| f.0);
+                    index_failure = Some((n, e));
                 }
-                record.reason = Some(reason);
-                manifest.files.insert(c.key.clone(), record);
-                manifest.save(&manifest_path)?;
-                continue;
             }
-        };
-        record.adapter = Some(AdapterRef {
-            id: adapter.info.id.clone(),
-            version: adapter.info.version.clone(),
-            sha256: adapter.sha256.clone(),
-        });
-        let source_file = c
-            .path
-            .file_name()
-            .map_or_else(|| c.key.clone(), |n| n.to_string_lossy().into_owned());
-        let mut pairs = 0usize;
-        let mut skipped_by_adapter = 0u32;
-        let result = (|| -> Result<(), String> {
-            let mut stream = runtime.parse(adapter, &input).map_err(|e| e.to_string())?;
-            while let Some(conv) = stream.next_conversation().map_err(|e| e.to_string())? {
-                pairs += conv.pairs.len();
-                skipped_by_adapter += conv.skipped.values().sum::<u32>();
-                let out = processor
-                    .process(&conv, &source_file, mtime, &mut manifest)
-                    .map_err(|e| e.to_string())?;
-                summary.chunks_written += out.written.len() as u32;
-                summary.duplicates_skipped += out.duplicates;
-                summary.mechanical_excluded += out.excluded;
-                record
-                    .chunk_ids
-                    .extend(out.written.into_iter().map(|w| w.chunk_id));
-            }
-            Ok(())
-        })();
-        match result {
-            Err(reason) => {
-                record.status = FileStatus::Failed;
-                record.reason = Some(reason.clone());
-                summary.errors.push(problem(
-                    reason,
-                    Some(format!(
-                        "chunks already written from it are kept; fix the file or force an adapter with `--format`, then run again (adapter `{}`)",
-                        adapter.info.id
-                    )),
-                    false,
-                ));
-            }
-            Ok(()) if pairs == 0 => {
-                let reason = format!(
-                    "adapter `{}` found no turn pairs in a non-empty file ({skipped_by_adapter} items skipped)",
-                    adapter.info.id
-                );
-                record.status = FileStatus::Failed;
-                record.reason = Some(reason.clone());
-                summary.errors.push(problem(
-                    reason,
-                    Some("if this is a batch output file, import it together with its input file; otherwise check the file is a complete export".into()),
-                    false,
-                ));
-            }
-            Ok(()) => summary.files_processed += 1,
         }
-        manifest.files.insert(c.key.clone(), record);
         manifest.save(&manifest_path)?;
     }
     summary.chunks_total = manifest.chunk_ids().len() as u32;
+    if let Some(indexer) = svc.indexer {
+        if index_failure.is_none() {
+            match catch_up(indexer, &manifest, out_dir) {
+                Ok(n) => summary.chunks_indexed += n,
+                Err(e) => index_failure = Some((0, e)),
+            }
+        }
+        summary.index_total = indexer.count().ok();
+        if let Some((n, e)) = index_failure {
+            let what = if n > 0 {
+                format!("{n} new chunks could not be indexed: {e}")
+            } else {
+                format!("the index could not be brought up to date: {e}")
+            };
+            summary.errors.push(FileProblem {
+                file: "(index)".into(),
+                reason: what,
+                hint: Some(e.hint().unwrap_or_else(|| {
+                    "the chunk files are written; run `chatmill import` again (it indexes what the index is missing) or `chatmill reindex`".into()
+                })),
+                retryable: true,
+            });
+        }
+    }
     Ok(summary)
+}
+
+/// Indexes the chunks the manifest has and the index lacks (a killed run,
+/// an index that was down). Returns how many it indexed.
+fn catch_up(
+    indexer: &dyn Indexer,
+    manifest: &Manifest,
+    out_dir: &std::path::Path,
+) -> Result<u32, chatmill_index::IndexError> {
+    let have = indexer.ids()?;
+    let missing: BTreeSet<&str> = manifest
+        .chunk_ids()
+        .into_iter()
+        .filter(|id| !have.contains(*id))
+        .collect();
+    let mut batch: Vec<ChunkRecord> = Vec::new();
+    let mut done = 0u32;
+    for id in missing {
+        let rel = format!("{id}.md");
+        let Ok(text) = fs_err::read_to_string(out_dir.join(&rel)) else {
+            // `chatmill verify` reports manifest entries without a file.
+            tracing::warn!("chunk `{id}` is in the manifest but its file is missing");
+            continue;
+        };
+        let Ok(doc) = ChunkDoc::parse(&text) else {
+            tracing::warn!("chunk file `{rel}` does not parse; `chatmill verify` reports it");
+            continue;
+        };
+        batch.push(index_record(&doc, &text, &rel));
+        if batch.len() >= 256 {
+            indexer.index(&batch)?;
+            done += batch.len() as u32;
+            batch.clear();
+        }
+    }
+    if !batch.is_empty() {
+        indexer.index(&batch)?;
+        done += batch.len() as u32;
+    }
+    Ok(done)
+}
+
+/// Processes one input (unless the manifest already has it with the same
+/// content) and records it in the manifest. Returns the index records of
+/// the chunks it wrote.
+fn import_one(
+    svc: &Services<'_>,
+    opts: &ImportOptions,
+    item: &Item,
+    processor: &mut Processor<'_>,
+    manifest: &mut Manifest,
+    summary: &mut Summary,
+) -> Result<Vec<ChunkRecord>, ImportError> {
+    let problem = |reason: String, hint: Option<String>, retryable: bool| FileProblem {
+        file: item.key.clone(),
+        reason,
+        hint,
+        retryable,
+    };
+    let (sha256, size) = match item.hash() {
+        Ok(h) => h,
+        Err(e) => {
+            summary
+                .errors
+                .push(problem(format!("cannot read it: {e}"), None, true));
+            return Ok(Vec::new());
+        }
+    };
+    if let Some(rec) = manifest.files.get(&item.key)
+        && rec.sha256 == sha256
+        && rec.status != FileStatus::Failed
+    {
+        summary.files_unchanged += 1;
+        return Ok(Vec::new());
+    }
+    let mtime: DateTime<Utc> = item.mtime.into();
+    let mut record = FileRecord {
+        sha256,
+        size,
+        adapter: None,
+        processed_at: Utc::now(),
+        status: FileStatus::Processed,
+        reason: None,
+        chunk_ids: manifest
+            .files
+            .get(&item.key)
+            .map(|r| r.chunk_ids.clone())
+            .unwrap_or_default(),
+    };
+    let mut records = Vec::new();
+    if size == 0 {
+        record.status = FileStatus::Skipped;
+        record.reason = Some("empty file".into());
+        summary
+            .files_skipped
+            .push(problem("empty file".into(), None, false));
+        manifest.files.insert(item.key.clone(), record);
+        return Ok(records);
+    }
+    let local = match item.materialize(&opts.root) {
+        Ok(m) => m,
+        Err(e) => {
+            summary
+                .errors
+                .push(problem(format!("cannot read it: {e}"), None, true));
+            return Ok(records);
+        }
+    };
+    // Adapters see the entry's own name (session ids, shard numbers come
+    // from it) and messages name the input as the user knows it.
+    let path = local.path.clone();
+    let input = Input::from_opener(
+        item.file_name.clone(),
+        item.key.clone(),
+        Some(size),
+        move || Ok(Box::new(fs_err::File::open(&path)?) as Box<dyn std::io::Read + Send>),
+    );
+    let adapter = match svc
+        .adapters
+        .select(svc.runtime, &input, opts.format.as_deref())
+    {
+        Ok(a) => a,
+        Err(e) => {
+            let hint = e.hint();
+            let reason = e.to_string();
+            if matches!(e, SelectError::Unrecognized { .. }) {
+                record.status = FileStatus::Skipped;
+                summary
+                    .files_skipped
+                    .push(problem(reason.clone(), hint, false));
+            } else {
+                record.status = FileStatus::Failed;
+                summary.errors.push(problem(reason.clone(), hint, false));
+            }
+            record.reason = Some(reason);
+            manifest.files.insert(item.key.clone(), record);
+            return Ok(records);
+        }
+    };
+    record.adapter = Some(AdapterRef {
+        id: adapter.info.id.clone(),
+        version: adapter.info.version.clone(),
+        sha256: adapter.sha256.clone(),
+    });
+    let mut pairs = 0usize;
+    let mut skipped_by_adapter = 0u32;
+    let result = (|| -> Result<(), String> {
+        let mut stream = svc
+            .runtime
+            .parse(adapter, &input)
+            .map_err(|e| e.to_string())?;
+        while let Some(conv) = stream.next_conversation().map_err(|e| e.to_string())? {
+            pairs += conv.pairs.len();
+            skipped_by_adapter += conv.skipped.values().sum::<u32>();
+            let out = processor
+                .process(&conv, &item.file_name, mtime, manifest)
+                .map_err(|e| e.to_string())?;
+            summary.chunks_written += out.written.len() as u32;
+            summary.duplicates_skipped += out.duplicates;
+            summary.mechanical_excluded += out.excluded;
+            for w in out.written {
+                record.chunk_ids.push(w.chunk_id);
+                records.push(w.record);
+            }
+        }
+        Ok(())
+    })();
+    drop(local);
+    match result {
+        Err(reason) => {
+            record.status = FileStatus::Failed;
+            record.reason = Some(reason.clone());
+            summary.errors.push(problem(
+                reason,
+                Some(format!(
+                    "chunks already written from it are kept; fix the file or force an adapter with `--format`, then run again (adapter `{}`)",
+                    adapter.info.id
+                )),
+                false,
+            ));
+        }
+        Ok(()) if pairs == 0 => {
+            let reason = format!(
+                "adapter `{}` found no turn pairs in a non-empty file ({skipped_by_adapter} items skipped)",
+                adapter.info.id
+            );
+            record.status = FileStatus::Failed;
+            record.reason = Some(reason.clone());
+            summary.errors.push(problem(
+                reason,
+                Some("if this is a batch output file, import it together with its input file; otherwise check the file is a complete export".into()),
+                false,
+            ));
+        }
+        Ok(()) => summary.files_processed += 1,
+    }
+    manifest.files.insert(item.key.clone(), record);
+    Ok(records)
 }

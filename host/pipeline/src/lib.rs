@@ -12,6 +12,8 @@ pub mod chunk;
 pub mod chunker;
 pub mod header;
 pub mod import;
+pub mod inventory;
 pub mod manifest;
 pub mod processor;
+pub mod record;
 pub mod render;

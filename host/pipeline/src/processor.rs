@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
+use chatmill_index::ChunkRecord;
 use chatmill_model::Conversation;
 use chrono::{DateTime, SecondsFormat, Utc};
 
@@ -13,6 +14,7 @@ use crate::chunk::{ChunkDoc, ChunkError, Exchange, Frontmatter, chunk_id, turn_r
 use crate::chunker::{ChunkerConfig, CoverageError, PairText, plan};
 use crate::header::{HeaderError, HeaderInput, HeaderWriter, Previous};
 use crate::manifest::{Manifest, conversation_key};
+use crate::record::index_record;
 use crate::render::{RenderOptions, plain_text, render_parts};
 
 /// Frontmatter keys adapters' metadata may not override.
@@ -40,13 +42,15 @@ pub struct ProcessorConfig {
     pub chunker: ChunkerConfig,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Written {
     pub chunk_id: String,
     pub path: PathBuf,
+    /// What the index gets for it.
+    pub record: ChunkRecord,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Outcome {
     pub written: Vec<Written>,
     /// Chunks that already existed (same chunk id).
@@ -243,13 +247,19 @@ impl<'a> Processor<'a> {
                 chunk_id: id.clone(),
                 source,
             })?;
+            let rel = format!("{id}.md");
+            let index = index_record(&doc, &text, &rel);
             previous = Some(Previous {
                 topics: header.topics,
                 request: user_plain,
             });
             self.existing.insert(id.clone());
             record.chunk_ids.push(id.clone());
-            out.written.push(Written { chunk_id: id, path });
+            out.written.push(Written {
+                chunk_id: id,
+                path,
+                record: index,
+            });
         }
         record.last_pair = record.last_pair.max(fresh.last().map_or(0, |p| p.index));
         manifest.conversations.insert(key, record);

@@ -6,9 +6,10 @@ use std::process::ExitCode;
 
 use chatmill_pipeline::chunker::ChunkerConfig;
 use chatmill_pipeline::header::ExtractiveWriter;
-use chatmill_pipeline::import::{self, ImportOptions, Progress, Summary};
+use chatmill_pipeline::import::{self, ImportOptions, Progress, Services, Summary};
 use chatmill_pipeline::processor::ProcessorConfig;
 use chatmill_pipeline::render::RenderOptions;
+use std::io::IsTerminal;
 
 use crate::cli::ImportArgs;
 use crate::context::Context;
@@ -35,18 +36,45 @@ pub fn run(ctx: &Context, args: ImportArgs) -> Result<ExitCode, CliError> {
             chunker: ChunkerConfig::default(),
         },
     };
-    let mut progress = |p: Progress<'_>| match p {
-        Progress::Inventory { files } => tracing::info!("{files} input files"),
-        Progress::File { index, of, name } => tracing::info!("[{}/{of}] {name}", index + 1),
+    // A progress bar on a terminal (stderr), log lines otherwise.
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} files  {wide_msg}",
+            )
+            .expect("a valid template"),
+        );
+        bar
+    });
+    let mut progress = |p: Progress<'_>| match (p, &bar) {
+        (Progress::Inventory { files }, Some(bar)) => bar.set_length(files as u64),
+        (Progress::File { index, name, .. }, Some(bar)) => {
+            bar.set_position(index as u64);
+            bar.set_message(name.to_string());
+        }
+        (Progress::Inventory { files }, None) => tracing::info!("{files} input files"),
+        (Progress::File { index, of, name }, None) => {
+            tracing::info!("[{}/{of}] {name}", index + 1);
+        }
     };
-    let summary = import::run(&ctx.runtime, &set, &ExtractiveWriter, &opts, &mut progress)
-        .map_err(|e| {
-            let hint = match &e {
-                import::ImportError::Manifest(m) => m.hint().map(str::to_string),
-                _ => None,
-            };
-            CliError::usage(e, hint)
-        })?;
+    let svc = Services {
+        runtime: &ctx.runtime,
+        adapters: &set,
+        header: &ExtractiveWriter,
+        indexer: None,
+    };
+    let result = import::run(&svc, &opts, &mut progress);
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    let summary = result.map_err(|e| {
+        let hint = match &e {
+            import::ImportError::Manifest(m) => m.hint().map(str::to_string),
+            _ => None,
+        };
+        CliError::usage(e, hint)
+    })?;
     if args.json {
         let s = serde_json::to_string_pretty(&summary).map_err(|e| CliError::failed(e, None))?;
         println!("{s}");
@@ -70,6 +98,12 @@ fn print_human(s: &Summary, ctx: &Context) {
     println!("duplicates skipped:  {}", s.duplicates_skipped);
     println!("mechanical excluded: {}", s.mechanical_excluded);
     println!("chunks in total:     {}", s.chunks_total);
+    if let Some(n) = s.index_total {
+        println!(
+            "chunks indexed:      {} this run, {n} in the index",
+            s.chunks_indexed
+        );
+    }
     if !s.files_skipped.is_empty() {
         println!("files skipped: {}", s.files_skipped.len());
         for f in &s.files_skipped {
