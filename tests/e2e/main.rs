@@ -8,4 +8,5 @@ mod containment;
 mod examples;
 mod import;
 mod normalization;
+mod reliability;
 mod third_party;

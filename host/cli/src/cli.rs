@@ -79,6 +79,9 @@ pub struct LimitArgs {
 pub enum Command {
     /// Import exports into chunk files (default input: `ROOT/raw`).
     Import(ImportArgs),
+    /// Check chunk files, manifest and index agree (`--repair` re-derives
+    /// the manifest and index from the chunk files).
+    Verify(VerifyArgs),
     /// Parse export files with the adapters and print normalized JSON.
     Parse(ParseArgs),
     /// Manage adapters.
@@ -107,6 +110,17 @@ pub struct ImportArgs {
     #[arg(long, value_name = "ID")]
     pub format: Option<String>,
     /// Print the processing summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// Re-derive the manifest's chunk records and the index from the chunk
+    /// files (the source of truth).
+    #[arg(long)]
+    pub repair: bool,
+    /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
 }

@@ -17,3 +17,4 @@ pub mod manifest;
 pub mod processor;
 pub mod record;
 pub mod render;
+pub mod verify;

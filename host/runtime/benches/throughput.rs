@@ -5,84 +5,11 @@
 
 #![allow(clippy::print_stdout, reason = "a benchmark prints its numbers")]
 
-use std::io::{BufWriter, Write};
 use std::time::{Duration, Instant};
 
 use chatmill_adapter_sdk as sdk;
 
 use chatmill_runtime::{AdapterOrigin, Input, Limits, Runtime};
-
-/// Writes a ChatGPT `conversations.json` of about `mb` MB: conversations of
-/// 4–40 pairs with a hidden system node, Markdown answers, unicode, and a
-/// regenerated branch every few conversations.
-fn generate(path: &std::path::Path, mb: usize) -> (usize, usize) {
-    let mut w = BufWriter::new(std::fs::File::create(path).unwrap());
-    let target = mb * 1_000_000;
-    let mut written = 0usize;
-    let (mut convs, mut pairs) = (0usize, 0usize);
-    w.write_all(b"[").unwrap();
-    let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut rnd = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
-    while written < target {
-        let n = 4 + (rnd() % 37) as usize;
-        let mut mapping = String::new();
-        let t0 = 1_600_000_000.0 + (convs as f64) * 3600.0;
-        mapping
-            .push_str(r#""root":{"id":"root","message":null,"parent":null,"children":["sys"]},"#);
-        mapping.push_str(concat!(
-            r#""sys":{"id":"sys","message":{"id":"sys","author":{"role":"system","metadata":{}},"#,
-            r#""content":{"content_type":"text","parts":[""]},"#,
-            r#""metadata":{"is_visually_hidden_from_conversation":true}},"parent":"root","children":["u0"]},"#
-        ));
-        for i in 0..n {
-            let q = format!(
-                "Question {i} about résumé parsing, caching and \\\"quoted\\\" things — how would you handle case {}?",
-                rnd() % 1000
-            );
-            let a = format!(
-                "Here is a detailed answer {i}.\\n\\n```rust\\nfn main() {{ println!(\\\"{}\\\"); }}\\n```\\n\\n- point one about {}\\n- point two with ✓ and 日本語\\n\\n{}",
-                rnd(),
-                rnd() % 97,
-                "Lorem ipsum dolor sit amet, consectetur adipiscing elit. "
-                    .repeat(6 + (rnd() % 20) as usize)
-            );
-            let next = if i + 1 < n {
-                format!(r#"["u{}"]"#, i + 1)
-            } else {
-                "[]".into()
-            };
-            mapping.push_str(&format!(
-                r#""u{i}":{{"id":"u{i}","message":{{"id":"u{i}","author":{{"role":"user","metadata":{{}}}},"create_time":{},"content":{{"content_type":"text","parts":["{q}"]}},"metadata":{{}}}},"parent":"{}","children":["a{i}"]}},"#,
-                t0 + i as f64 * 60.0,
-                if i == 0 { "sys".to_string() } else { format!("a{}", i - 1) }
-            ));
-            mapping.push_str(&format!(
-                r#""a{i}":{{"id":"a{i}","message":{{"id":"a{i}","author":{{"role":"assistant","metadata":{{}}}},"create_time":{},"content":{{"content_type":"text","parts":["{a}"]}},"metadata":{{"model_slug":"gpt-4o"}}}},"parent":"u{i}","children":{next}}}"#,
-                t0 + i as f64 * 60.0 + 5.0
-            ));
-            if i + 1 < n {
-                mapping.push(',');
-            }
-        }
-        let conv = format!(
-            r#"{}{{"title":"Synthetic conversation {convs}","create_time":{t0},"update_time":{t0},"mapping":{{{mapping}}},"current_node":"a{}","conversation_id":"conv-{convs}","id":"conv-{convs}","default_model_slug":"gpt-4o"}}"#,
-            if convs == 0 { "" } else { "," },
-            n - 1
-        );
-        w.write_all(conv.as_bytes()).unwrap();
-        written += conv.len();
-        convs += 1;
-        pairs += n;
-    }
-    w.write_all(b"]").unwrap();
-    w.flush().unwrap();
-    (convs, pairs)
-}
 
 fn mbps(bytes: u64, d: Duration) -> f64 {
     bytes as f64 / 1e6 / d.as_secs_f64()
@@ -105,7 +32,9 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("conversations.json");
     let t = Instant::now();
-    let (convs, pairs) = generate(&path, mb);
+    let g = chatmill_synth::chatgpt_export(&path, chatmill_synth::Limit::Bytes(mb * 1_000_000))
+        .expect("the synthetic export is written");
+    let (convs, pairs) = (g.conversations, g.pairs);
     let size = std::fs::metadata(&path).unwrap().len();
     println!(
         "generated {:.1} MB: {convs} conversations, {pairs} pairs in {:.1} s",

@@ -3,6 +3,7 @@
 mod adapters;
 mod import;
 mod parse;
+mod verify;
 
 use std::process::ExitCode;
 
@@ -15,6 +16,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
     match cli.command {
         Command::Import(args) => import::run(&ctx, args),
         Command::Parse(args) => parse::run(&ctx, args),
+        Command::Verify(args) => verify::run(&ctx, args),
         Command::Adapters(cmd) => adapters::run(&ctx, cmd),
     }
 }

@@ -1,0 +1,64 @@
+//! `chatmill verify [--repair]`: chunk files ↔ manifest ↔ index.
+
+#![allow(clippy::print_stdout, reason = "the command's output is stdout")]
+
+use std::process::ExitCode;
+
+use chatmill_pipeline::verify;
+
+use crate::cli::VerifyArgs;
+use crate::context::Context;
+use crate::render::CliError;
+
+pub fn run(ctx: &Context, args: VerifyArgs) -> Result<ExitCode, CliError> {
+    if !ctx.root.is_dir() {
+        return Err(CliError::usage(
+            anyhow::anyhow!("the root `{}` does not exist", ctx.root.display()),
+            Some(
+                "pass `--root DIR` (or set CHATMILL_ROOT) to a folder chatmill imported into"
+                    .into(),
+            ),
+        ));
+    }
+    let report = verify::run(&ctx.root, None, args.repair).map_err(|e| {
+        CliError::failed(
+            anyhow::anyhow!("cannot verify `{}`: {e}", ctx.root.display()),
+            None,
+        )
+    })?;
+    if args.json {
+        let s = serde_json::to_string_pretty(&report).map_err(|e| CliError::failed(e, None))?;
+        println!("{s}");
+    } else {
+        println!("root: {}", ctx.root.display());
+        println!("chunk files:       {}", report.chunk_files);
+        println!("manifest chunks:   {}", report.manifest_chunks);
+        if let Some(n) = report.index_chunks {
+            println!("index chunks:      {n}");
+        }
+        for r in &report.repaired {
+            println!("repaired: {r}");
+        }
+        for p in &report.problems {
+            println!("{}: {}: {}", p.kind, p.subject, p.message);
+        }
+        if report.ok() {
+            println!("ok");
+        } else if !args.repair {
+            println!(
+                "{} problems; `chatmill verify --repair` re-derives the manifest and index from the chunk files",
+                report.problems.len()
+            );
+        } else {
+            println!(
+                "{} problems need a human: fix or delete those chunk files, then run `chatmill verify --repair` again",
+                report.problems.len()
+            );
+        }
+    }
+    Ok(if report.ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

@@ -1,0 +1,440 @@
+//! `chatmill verify`: the spec's final check. Every chunk file's frontmatter
+//! parses with all required fields, chunk ids are unique, and the manifest,
+//! the chunk files and the index agree. `repair` re-derives the manifest's
+//! chunk records and the index from the chunk files, which are the source of
+//! truth.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use chatmill_index::{ChunkRecord, Indexer};
+use chrono::DateTime;
+use serde::Serialize;
+
+use crate::chunk::ChunkDoc;
+use crate::manifest::{MANIFEST_FILE, Manifest, conversation_key};
+use crate::record::index_record;
+
+/// One thing that is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// `unparsable`, `invalid-field`, `duplicate-id`, `missing-file`,
+    /// `not-in-manifest`, `not-indexed`, `orphan-in-index`, `manifest`,
+    /// `index`.
+    pub kind: &'static str,
+    /// The chunk file or chunk id concerned.
+    pub subject: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Report {
+    pub chunk_files: u32,
+    pub manifest_chunks: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index_chunks: Option<u64>,
+    pub problems: Vec<Problem>,
+    /// What `--repair` changed (empty without it).
+    pub repaired: Vec<String>,
+}
+
+impl Report {
+    pub fn ok(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+/// A chunk file that parsed.
+pub struct Scanned {
+    /// Relative to the root.
+    pub rel: String,
+    pub text: String,
+    pub doc: ChunkDoc,
+}
+
+fn push(problems: &mut Vec<Problem>, kind: &'static str, subject: &str, message: String) {
+    problems.push(Problem {
+        kind,
+        subject: subject.to_string(),
+        message,
+    });
+}
+
+/// Reads every chunk file in `dir` (Markdown files that open with a YAML
+/// frontmatter holding a `chunk_id`; other Markdown is not ours and is left
+/// alone).
+pub fn scan(dir: &Path, problems: &mut Vec<Problem>) -> std::io::Result<Vec<Scanned>> {
+    let mut paths: Vec<PathBuf> = fs_err::read_dir(dir)?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    paths.sort();
+    let mut out = Vec::new();
+    for path in paths {
+        let rel = path
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        let text = match fs_err::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) => {
+                push(problems, "unparsable", &rel, format!("cannot read it: {e}"));
+                continue;
+            }
+        };
+        let ours = text.starts_with("---\n")
+            && text
+                .split("\n---\n")
+                .next()
+                .is_some_and(|fm| fm.contains("\nchunk_id:"));
+        if !ours {
+            continue;
+        }
+        match ChunkDoc::parse(&text) {
+            Ok(doc) => out.push(Scanned { rel, text, doc }),
+            Err(e) => push(problems, "unparsable", &rel, e.to_string()),
+        }
+    }
+    Ok(out)
+}
+
+fn check_fields(s: &Scanned, problems: &mut Vec<Problem>) {
+    let fm = &s.doc.frontmatter;
+    for (name, value) in [
+        ("source_file", &fm.source_file),
+        ("source_platform", &fm.source_platform),
+        ("model_used", &fm.model_used),
+        ("timestamp", &fm.timestamp),
+        ("turn_range", &fm.turn_range),
+        ("chunk_id", &fm.chunk_id),
+        ("agent_id", &fm.agent_id),
+        ("conversation_id", &fm.conversation_id),
+    ] {
+        if value.trim().is_empty() {
+            push(
+                problems,
+                "invalid-field",
+                &s.rel,
+                format!("`{name}` is empty"),
+            );
+        }
+    }
+    if DateTime::parse_from_rfc3339(&fm.timestamp).is_err() {
+        push(
+            problems,
+            "invalid-field",
+            &s.rel,
+            format!("`timestamp` is not ISO 8601: `{}`", fm.timestamp),
+        );
+    }
+    let range_ok = fm
+        .turn_range
+        .split('-')
+        .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        && fm.turn_range.split('-').count() <= 2;
+    if !range_ok {
+        push(
+            problems,
+            "invalid-field",
+            &s.rel,
+            format!("`turn_range` is not `N` or `N-M`: `{}`", fm.turn_range),
+        );
+    }
+    if s.doc.context.trim().is_empty() {
+        push(
+            problems,
+            "invalid-field",
+            &s.rel,
+            "the `## Context` header is empty".into(),
+        );
+    }
+}
+
+fn last_pair(turn_range: &str) -> u32 {
+    turn_range
+        .rsplit('-')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Checks the root; with `repair`, re-derives the manifest's chunk records
+/// and the index from the chunk files.
+pub fn run(root: &Path, indexer: Option<&dyn Indexer>, repair: bool) -> std::io::Result<Report> {
+    let mut report = Report::default();
+    let problems = &mut report.problems;
+    let chunks = scan(root, problems)?;
+    report.chunk_files = chunks.len() as u32;
+    let mut by_id: BTreeMap<&str, &Scanned> = BTreeMap::new();
+    for s in &chunks {
+        check_fields(s, problems);
+        let id = s.doc.frontmatter.chunk_id.as_str();
+        if let Some(first) = by_id.insert(id, s) {
+            push(
+                problems,
+                "duplicate-id",
+                id,
+                format!("in both `{}` and `{}`", first.rel, s.rel),
+            );
+        }
+    }
+    let on_disk: BTreeSet<&str> = by_id.keys().copied().collect();
+
+    let manifest_path = root.join(MANIFEST_FILE);
+    let mut manifest = match Manifest::load(&manifest_path) {
+        Ok(m) => Some(m),
+        Err(e) => {
+            push(problems, "manifest", MANIFEST_FILE, e.to_string());
+            None
+        }
+    };
+    if let Some(m) = &manifest {
+        let known = m.chunk_ids();
+        report.manifest_chunks = known.len() as u32;
+        for id in known.difference(&on_disk) {
+            push(
+                problems,
+                "missing-file",
+                id,
+                "the manifest lists this chunk but no chunk file has it".into(),
+            );
+        }
+        for id in on_disk.difference(&known) {
+            push(
+                problems,
+                "not-in-manifest",
+                id,
+                format!("`{}` is not recorded in the manifest", by_id[id].rel),
+            );
+        }
+    }
+
+    let mut in_index = None;
+    if let Some(ix) = indexer {
+        match ix.ids() {
+            Ok(ids) => {
+                report.index_chunks = Some(ids.len() as u64);
+                for id in on_disk.iter().filter(|id| !ids.contains(**id)) {
+                    push(
+                        problems,
+                        "not-indexed",
+                        id,
+                        "the index lacks this chunk".into(),
+                    );
+                }
+                for id in ids.iter().filter(|id| !on_disk.contains(id.as_str())) {
+                    push(
+                        problems,
+                        "orphan-in-index",
+                        id,
+                        "the index has this chunk but no chunk file does".into(),
+                    );
+                }
+                in_index = Some(ids);
+            }
+            Err(e) => push(problems, "index", "index", e.to_string()),
+        }
+    }
+
+    if !repair {
+        return Ok(report);
+    }
+    let problems_before = report.problems.clone();
+    let repaired = &mut report.repaired;
+    // The manifest: chunk records follow the files. File records keep
+    // their hashes (so unchanged inputs stay unchanged) but lose chunks
+    // whose files are gone.
+    let rebuilt = manifest.is_none();
+    let m = manifest.get_or_insert_with(Manifest::new);
+    let mut changed = rebuilt;
+    for conv in m.conversations.values_mut() {
+        let before = conv.chunk_ids.len();
+        conv.chunk_ids.retain(|id| on_disk.contains(id.as_str()));
+        changed |= conv.chunk_ids.len() != before;
+    }
+    for file in m.files.values_mut() {
+        let before = file.chunk_ids.len();
+        file.chunk_ids.retain(|id| on_disk.contains(id.as_str()));
+        changed |= file.chunk_ids.len() != before;
+    }
+    let known: BTreeSet<String> = m.chunk_ids().into_iter().map(str::to_string).collect();
+    for (id, s) in &by_id {
+        let fm = &s.doc.frontmatter;
+        let conv = m
+            .conversations
+            .entry(conversation_key(&fm.source_platform, &fm.conversation_id))
+            .or_default();
+        let last = last_pair(&fm.turn_range);
+        if last > conv.last_pair {
+            conv.last_pair = last;
+            changed = true;
+        }
+        if !known.contains(*id) {
+            conv.chunk_ids.push((*id).to_string());
+            changed = true;
+        }
+    }
+    if changed {
+        m.save(&manifest_path).map_err(std::io::Error::other)?;
+        repaired.push(if rebuilt {
+            format!("rebuilt the manifest from {} chunk files", chunks.len())
+        } else {
+            "brought the manifest's chunk records in line with the chunk files".into()
+        });
+    }
+    // The index: add what it lacks, drop what has no file.
+    if let (Some(ix), Some(ids)) = (indexer, in_index) {
+        let missing: Vec<ChunkRecord> = by_id
+            .iter()
+            .filter(|(id, _)| !ids.contains(**id))
+            .map(|(_, s)| index_record(&s.doc, &s.text, &s.rel))
+            .collect();
+        for batch in missing.chunks(256) {
+            ix.index(batch).map_err(std::io::Error::other)?;
+        }
+        let orphans: Vec<String> = ids
+            .into_iter()
+            .filter(|id| !on_disk.contains(id.as_str()))
+            .collect();
+        if !orphans.is_empty() {
+            ix.remove(&orphans).map_err(std::io::Error::other)?;
+        }
+        if !missing.is_empty() || !orphans.is_empty() {
+            repaired.push(format!(
+                "indexed {} chunks the index lacked, removed {} it had without a file",
+                missing.len(),
+                orphans.len()
+            ));
+        }
+        report.index_chunks = ix.count().ok();
+    }
+    // What repair cannot fix: broken or duplicated chunk files need a human.
+    report.problems = problems_before
+        .into_iter()
+        .filter(|p| matches!(p.kind, "unparsable" | "invalid-field" | "duplicate-id"))
+        .collect();
+    report.manifest_chunks = m.chunk_ids().len() as u32;
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// An in-memory index for the unit test (the real stores are tested in
+    /// chatmill-index).
+    #[derive(Default)]
+    struct MemIndex(Mutex<BTreeSet<String>>);
+    impl Indexer for MemIndex {
+        fn index(&self, r: &[ChunkRecord]) -> Result<(), chatmill_index::IndexError> {
+            let mut s = self.0.lock().unwrap();
+            s.extend(r.iter().map(|r| r.chunk_id.clone()));
+            Ok(())
+        }
+        fn remove(&self, ids: &[String]) -> Result<(), chatmill_index::IndexError> {
+            let mut s = self.0.lock().unwrap();
+            for id in ids {
+                s.remove(id);
+            }
+            Ok(())
+        }
+        fn ids(&self) -> Result<BTreeSet<String>, chatmill_index::IndexError> {
+            Ok(self.0.lock().unwrap().clone())
+        }
+        fn count(&self) -> Result<u64, chatmill_index::IndexError> {
+            Ok(self.0.lock().unwrap().len() as u64)
+        }
+    }
+
+    fn chunk(id: &str, conv: &str, range: &str) -> String {
+        format!(
+            "---\nsource_file: c.json\nsource_platform: chatgpt\nmodel_used: gpt-4o\ntimestamp: 2024-05-01T10:00:00Z\nturn_range: '{range}'\ntopics:\n- bread\nchunk_id: {id}\nagent_id: external\nconversation_id: {conv}\n---\n\n## Context\n\nAbout bread.\n\n## Exchange\n\n**User:**\n\nHow?\n\n**Assistant:**\n\nLike this.\n"
+        )
+    }
+
+    #[test]
+    fn verify_finds_disagreements_and_repair_rederives_from_the_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join("a.md"), chunk("a", "c1", "1")).unwrap();
+        std::fs::write(root.join("b.md"), chunk("b", "c1", "2-3")).unwrap();
+        std::fs::write(root.join("notes.md"), "# my own notes\n").unwrap();
+        std::fs::write(
+            root.join("broken.md"),
+            "---\nchunk_id: x\n---\n\n## Context\n",
+        )
+        .unwrap();
+        // The manifest knows `a` and a chunk whose file is gone.
+        let mut m = Manifest::new();
+        m.conversations.insert(
+            conversation_key("chatgpt", "c1"),
+            crate::manifest::ConversationRecord {
+                last_pair: 1,
+                chunk_ids: vec!["a".into(), "gone".into()],
+            },
+        );
+        m.save(&root.join(MANIFEST_FILE)).unwrap();
+        let ix = MemIndex::default();
+        ix.0.lock()
+            .unwrap()
+            .extend(["a".to_string(), "ghost".to_string()]);
+
+        let r = run(root, Some(&ix), false).unwrap();
+        let kinds: BTreeSet<(&str, &str)> = r
+            .problems
+            .iter()
+            .map(|p| (p.kind, p.subject.as_str()))
+            .collect();
+        assert_eq!(
+            kinds,
+            BTreeSet::from([
+                ("unparsable", "broken.md"),
+                ("missing-file", "gone"),
+                ("not-in-manifest", "b"),
+                ("not-indexed", "b"),
+                ("orphan-in-index", "ghost"),
+            ]),
+            "{r:#?}"
+        );
+        assert_eq!(
+            (r.chunk_files, r.manifest_chunks, r.index_chunks),
+            (2, 2, Some(2))
+        );
+
+        let r = run(root, Some(&ix), true).unwrap();
+        assert_eq!(r.repaired.len(), 2, "{r:#?}");
+        let after = run(root, Some(&ix), false).unwrap();
+        assert_eq!(
+            after.problems.iter().map(|p| p.kind).collect::<Vec<_>>(),
+            ["unparsable"],
+            "only what needs a human is left: {after:#?}"
+        );
+        let m = Manifest::load(&root.join(MANIFEST_FILE)).unwrap();
+        let conv = &m.conversations[&conversation_key("chatgpt", "c1")];
+        assert_eq!(conv.last_pair, 3);
+        assert_eq!(conv.chunk_ids, ["a", "b"]);
+        assert_eq!(
+            *ix.0.lock().unwrap(),
+            BTreeSet::from(["a".to_string(), "b".to_string()])
+        );
+    }
+
+    #[test]
+    fn a_corrupt_manifest_is_rebuilt_from_the_chunk_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join("a.md"), chunk("a", "c1", "4")).unwrap();
+        std::fs::write(root.join(MANIFEST_FILE), "{ truncated").unwrap();
+        let r = run(root, None, false).unwrap();
+        assert_eq!(r.problems[0].kind, "manifest");
+        let r = run(root, None, true).unwrap();
+        assert!(r.ok(), "{r:#?}");
+        assert!(r.repaired[0].contains("rebuilt"));
+        let m = Manifest::load(&root.join(MANIFEST_FILE)).unwrap();
+        assert_eq!(
+            m.conversations[&conversation_key("chatgpt", "c1")].last_pair,
+            4
+        );
+    }
+}

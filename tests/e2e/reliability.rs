@@ -1,0 +1,116 @@
+//! A killed import converges: SIGKILL `chatmill import` at arbitrary points,
+//! again and again, then let it finish — the chunk files and the manifest
+//! are exactly those of an uninterrupted run, with no temp files, no
+//! duplicates and no orphans.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::support::*;
+
+/// Chunk files by name, with their bytes; and whatever else is in the root.
+fn snapshot(root: &Path) -> (BTreeMap<String, Vec<u8>>, Vec<String>) {
+    let mut chunks = BTreeMap::new();
+    let mut other = Vec::new();
+    for e in std::fs::read_dir(root).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".md") {
+            chunks.insert(name, std::fs::read(e.path()).unwrap());
+        } else {
+            other.push(name);
+        }
+    }
+    other.sort();
+    (chunks, other)
+}
+
+/// The manifest without the times it was written at.
+fn manifest(root: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(root.join(".processing-manifest.json")).unwrap();
+    let mut m: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for f in m["files"].as_object_mut().unwrap().values_mut() {
+        f.as_object_mut().unwrap().remove("processed_at");
+    }
+    m
+}
+
+#[test]
+fn an_import_killed_at_arbitrary_points_converges_to_the_uninterrupted_result() {
+    let env = Env::new();
+    let raw = env.path("raw");
+    std::fs::create_dir_all(&raw).unwrap();
+    for (i, pairs) in [1500, 400, 2500, 900].into_iter().enumerate() {
+        chatmill_synth::chatgpt_export(
+            &raw.join(format!("conversations-{i:03}.json")),
+            chatmill_synth::Limit::Pairs(pairs),
+        )
+        .unwrap();
+    }
+    std::fs::copy(
+        corpus("chatgpt/librechat-chatgpt-tree.json"),
+        raw.join("tree.json"),
+    )
+    .unwrap();
+    let raw_s = raw.to_str().unwrap();
+
+    let reference = env.path("reference");
+    let started = Instant::now();
+    let run = env.run(&[
+        "--root",
+        reference.to_str().unwrap(),
+        "import",
+        raw_s,
+        "--json",
+    ]);
+    let full = started.elapsed();
+    assert_eq!(run.code, 0, "{run:?}");
+    let written = run.json()["chunks_written"].as_u64().unwrap();
+    assert!(written > 1000, "{run:?}");
+
+    let killed = env.path("killed");
+    let root_s = killed.to_str().unwrap();
+    // Kill points spread over the run, from "barely started" to "nearly
+    // done"; deterministic, so a failure reproduces.
+    let mut kills = 0;
+    for step in 1..=9u32 {
+        let delay = full.mul_f64(f64::from(step) / 10.0);
+        let mut child = env
+            .cmd()
+            .args(["--root", root_s, "import", raw_s, "--json"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(delay.max(Duration::from_millis(20)));
+        if child.try_wait().unwrap().is_none() {
+            child.kill().unwrap(); // SIGKILL on Unix
+            kills += 1;
+        }
+        child.wait().unwrap();
+    }
+    assert!(
+        kills >= 3,
+        "the import was killed mid-run only {kills} times"
+    );
+
+    let last = env.run(&["--root", root_s, "import", raw_s, "--json"]);
+    assert_eq!(last.code, 0, "{last:?}");
+    let (want_chunks, want_other) = snapshot(&reference);
+    let (got_chunks, got_other) = snapshot(&killed);
+    assert_eq!(got_other, want_other, "no temp files or other leftovers");
+    assert_eq!(
+        got_chunks.keys().collect::<Vec<_>>(),
+        want_chunks.keys().collect::<Vec<_>>(),
+        "the same chunk files"
+    );
+    for (name, bytes) in &want_chunks {
+        assert!(got_chunks[name] == *bytes, "{name} differs");
+    }
+    assert_eq!(manifest(&killed), manifest(&reference));
+
+    // And the result verifies clean.
+    let v = env.run(&["--root", root_s, "verify", "--json"]);
+    assert_eq!(v.code, 0, "{v:?}");
+    assert_eq!(v.json()["chunk_files"], want_chunks.len());
+}
