@@ -103,6 +103,10 @@ fn is_structural(line: &str) -> bool {
 }
 
 fn escape(text: &str) -> String {
+    // Almost no text has a structural line: copy it as it is.
+    if !text.split('\n').any(is_structural) {
+        return text.to_string();
+    }
     text.split('\n')
         .map(|l| {
             if is_structural(l) {
@@ -116,6 +120,9 @@ fn escape(text: &str) -> String {
 }
 
 fn unescape(text: &str) -> String {
+    if !text.contains("\\") {
+        return text.to_string();
+    }
     text.split('\n')
         .map(|l| {
             if is_structural(l) && l.starts_with('\\') {

@@ -211,7 +211,8 @@ pub fn plan(pairs: &[PairText], cfg: &ChunkerConfig) -> Plan {
             out.excluded.push((pos, Exclusion::Mechanical));
             continue;
         }
-        let words = word_count(&pair.user) + word_count(&pair.assistant);
+        let answer_words = word_count(&pair.assistant);
+        let words = word_count(&pair.user) + answer_words;
         if let Some((members, total)) = &mut current
             && is_follow_up(&pair.user, cfg)
             && *total + words <= cfg.max_words
@@ -227,7 +228,7 @@ pub fn plan(pairs: &[PairText], cfg: &ChunkerConfig) -> Plan {
                 part: None,
             });
         }
-        if word_count(&pair.assistant) > cfg.split_above_words {
+        if answer_words > cfg.split_above_words {
             let parts = sections(&pair.assistant);
             if parts.len() >= 2 {
                 let n = parts.len() as u32;

@@ -6,9 +6,8 @@
 //! network and no model; an LLM writer for OpenAI-compatible endpoints plugs
 //! in behind the same trait.
 
-use std::collections::BTreeMap;
-
 use chrono::{DateTime, Utc};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// What a header is written from. Everything comes from the same
 /// conversation: context never bleeds between files.
@@ -82,49 +81,97 @@ would you your yours yourself yourselves one two also there's it's i'm can't don
 thing things way ways really much many well okay ok yes hi hello thanks thank sure help tell show \
 give know think try still even new good best better first";
 
-fn stopwords() -> &'static std::collections::BTreeSet<&'static str> {
-    static SET: std::sync::OnceLock<std::collections::BTreeSet<&'static str>> =
-        std::sync::OnceLock::new();
+fn stopwords() -> &'static FxHashSet<&'static str> {
+    static SET: std::sync::OnceLock<FxHashSet<&'static str>> = std::sync::OnceLock::new();
     SET.get_or_init(|| STOPWORDS.split_whitespace().collect())
 }
 
+fn is_separator(c: char) -> bool {
+    c.is_whitespace()
+        || matches!(
+            c,
+            ',' | ';'
+                | ':'
+                | '!'
+                | '?'
+                | '('
+                | ')'
+                | '['
+                | ']'
+                | '{'
+                | '}'
+                | '"'
+                | '\''
+                | '`'
+                | '<'
+                | '>'
+                | '|'
+                | '*'
+        )
+}
+
 /// Words, keeping identifiers (`src/totals.rs`, `snake_case`, `C++`) whole.
-fn tokens(text: &str) -> Vec<String> {
-    text.split(|c: char| c.is_whitespace() || ",;:!?()[]{}\"'`<>|*".contains(c))
+fn tokens(text: &str) -> impl Iterator<Item = &str> {
+    text.split(is_separator)
         .map(|t| t.trim_matches(|c: char| c == '.' || c == '-' || c == '#'))
-        .filter(|t| t.chars().count() >= 2 && t.chars().any(char::is_alphabetic))
-        .map(str::to_string)
-        .collect()
+        .filter(|t| {
+            let mut chars = t.chars();
+            chars.next().is_some() && chars.next().is_some() && t.chars().any(char::is_alphabetic)
+        })
 }
 
 fn is_identifier(t: &str) -> bool {
-    t.contains('_')
-        || t.contains('/')
-        || t.contains('.')
-        || t.chars().skip(1).any(char::is_uppercase)
+    t.bytes().any(|b| matches!(b, b'_' | b'/' | b'.')) || t.chars().skip(1).any(char::is_uppercase)
+}
+
+/// The longest prefix of `s` with at most `n` chars.
+fn prefix_chars(s: &str, n: usize) -> &str {
+    s.char_indices().nth(n).map_or(s, |(i, _)| &s[..i])
 }
 
 /// 1–3 topics: the most salient terms and two-word phrases of the request,
 /// weighted by the title and the answer.
 pub fn topics(title: Option<&str>, user: &str, assistant: &str) -> Vec<String> {
     let stop = stopwords();
-    let mut score: BTreeMap<String, f64> = BTreeMap::new();
+    // Short keys, hashed a lot: FxHash (no DoS concern in local text).
+    let mut score: FxHashMap<String, f64> = FxHashMap::default();
+    let mut bump = |key: &str, by: f64| match score.get_mut(key) {
+        Some(v) => *v += by,
+        None => {
+            score.insert(key.to_string(), by);
+        }
+    };
+    let mut pair = String::new();
     let mut add = |text: &str, weight: f64| {
-        let toks = tokens(text);
-        let keep: Vec<Option<String>> = toks
-            .iter()
+        // Each kept token (or `None` for a stopword), as the key it counts
+        // under: identifiers as written, other words lowercased.
+        let keep: Vec<Option<(std::borrow::Cow<'_, str>, bool)>> = tokens(text)
             .map(|t| {
-                let lower = t.to_lowercase();
-                (!stop.contains(lower.as_str()))
-                    .then(|| if is_identifier(t) { t.clone() } else { lower })
+                let lower: std::borrow::Cow<'_, str> = if t.chars().any(char::is_uppercase) {
+                    t.to_lowercase().into()
+                } else {
+                    t.into()
+                };
+                if stop.contains(lower.as_ref()) {
+                    return None;
+                }
+                Some(if is_identifier(t) {
+                    (t.into(), true)
+                } else {
+                    let ident = is_identifier(&lower);
+                    (lower, ident)
+                })
             })
             .collect();
         for (i, k) in keep.iter().enumerate() {
-            let Some(k) = k else { continue };
-            *score.entry(k.clone()).or_default() +=
-                weight * if is_identifier(k) { 1.5 } else { 1.0 };
-            if let Some(Some(next)) = keep.get(i + 1) {
-                *score.entry(format!("{k} {next}")).or_default() += weight * 1.6;
+            let Some((k, ident)) = k else { continue };
+            bump(k, weight * if *ident { 1.5 } else { 1.0 });
+            if let Some(Some((next, _))) = keep.get(i + 1) {
+                pair.clear();
+                pair.push_str(k);
+                pair.push(' ');
+                pair.push_str(next);
+                bump(&pair, weight * 1.6);
             }
         }
     };
@@ -132,7 +179,7 @@ pub fn topics(title: Option<&str>, user: &str, assistant: &str) -> Vec<String> {
         add(t, 2.0);
     }
     add(user, 3.0);
-    add(&assistant.chars().take(4000).collect::<String>(), 0.5);
+    add(prefix_chars(assistant, 4000), 0.5);
     let mut ranked: Vec<(String, f64)> = score.into_iter().filter(|(_, s)| *s >= 1.5).collect();
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     let mut out: Vec<String> = Vec::new();

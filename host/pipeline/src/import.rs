@@ -16,8 +16,9 @@ use crate::chunk::ChunkDoc;
 use crate::header::HeaderWriter;
 use crate::inventory::{self, Item};
 use crate::manifest::{AdapterRef, FileRecord, FileStatus, MANIFEST_FILE, Manifest, ManifestError};
-use crate::processor::{Processor, ProcessorConfig};
+use crate::processor::{Prepared, ProcessError, Processor, ProcessorConfig};
 use crate::record::index_record;
+use rayon::prelude::*;
 
 #[derive(Debug, Clone)]
 pub struct ImportOptions {
@@ -153,7 +154,7 @@ pub fn run(
     progress(Progress::Inventory { files: items.len() });
 
     let mut processor = Processor::new(opts.processor.clone(), svc.header, &manifest);
-    let mut index_failure: Option<(u32, chatmill_index::IndexError)> = None;
+    let mut index_failure: IndexFailure = None;
     let total = items.len();
     for (index, item) in items.iter().enumerate() {
         progress(Progress::File {
@@ -161,16 +162,15 @@ pub fn run(
             of: total,
             name: &item.key,
         });
-        let records = import_one(svc, opts, item, &mut processor, &mut manifest, &mut summary)?;
-        if let (Some(indexer), false) = (svc.indexer, records.is_empty()) {
-            match indexer.index(&records) {
-                Ok(()) => summary.chunks_indexed += records.len() as u32,
-                Err(e) => {
-                    let n = records.len() as u32 + index_failure.as_ref().map_or(0, |f| f.0);
-                    index_failure = Some((n, e));
-                }
-            }
-        }
+        import_one(
+            svc,
+            opts,
+            item,
+            &mut processor,
+            &mut manifest,
+            &mut summary,
+            &mut index_failure,
+        );
         manifest.save(&manifest_path)?;
     }
     summary.chunks_total = manifest.chunk_ids().len() as u32;
@@ -241,9 +241,38 @@ fn catch_up(
     Ok(done)
 }
 
+/// Pairs chunked in parallel at once.
+const PARALLEL_PAIRS: usize = 512;
+
+/// Chunks handed to the index at once.
+const INDEX_BATCH: usize = 256;
+
+/// A failed index call: how many chunks it left out, and why.
+type IndexFailure = Option<(u32, chatmill_index::IndexError)>;
+
+/// Indexes the pending records (the chunk files are already written).
+fn flush(
+    indexer: &dyn Indexer,
+    pending: &mut Vec<ChunkRecord>,
+    summary: &mut Summary,
+    failure: &mut IndexFailure,
+) {
+    if pending.is_empty() {
+        return;
+    }
+    match indexer.index(pending) {
+        Ok(()) => summary.chunks_indexed += pending.len() as u32,
+        Err(e) => {
+            let n = pending.len() as u32 + failure.as_ref().map_or(0, |f| f.0);
+            *failure = Some((n, e));
+        }
+    }
+    pending.clear();
+}
+
 /// Processes one input (unless the manifest already has it with the same
-/// content) and records it in the manifest. Returns the index records of
-/// the chunks it wrote.
+/// content), indexes its new chunks, and records it in the manifest (the
+/// caller saves it).
 fn import_one(
     svc: &Services<'_>,
     opts: &ImportOptions,
@@ -251,7 +280,8 @@ fn import_one(
     processor: &mut Processor<'_>,
     manifest: &mut Manifest,
     summary: &mut Summary,
-) -> Result<Vec<ChunkRecord>, ImportError> {
+    index_failure: &mut IndexFailure,
+) {
     let problem = |reason: String, hint: Option<String>, retryable: bool| FileProblem {
         file: item.key.clone(),
         reason,
@@ -264,7 +294,7 @@ fn import_one(
             summary
                 .errors
                 .push(problem(format!("cannot read it: {e}"), None, true));
-            return Ok(Vec::new());
+            return;
         }
     };
     if let Some(rec) = manifest.files.get(&item.key)
@@ -272,7 +302,7 @@ fn import_one(
         && rec.status != FileStatus::Failed
     {
         summary.files_unchanged += 1;
-        return Ok(Vec::new());
+        return;
     }
     let mtime: DateTime<Utc> = item.mtime.into();
     let mut record = FileRecord {
@@ -288,7 +318,7 @@ fn import_one(
             .map(|r| r.chunk_ids.clone())
             .unwrap_or_default(),
     };
-    let mut records = Vec::new();
+    let mut pending: Vec<ChunkRecord> = Vec::new();
     if size == 0 {
         record.status = FileStatus::Skipped;
         record.reason = Some("empty file".into());
@@ -296,7 +326,7 @@ fn import_one(
             .files_skipped
             .push(problem("empty file".into(), None, false));
         manifest.files.insert(item.key.clone(), record);
-        return Ok(records);
+        return;
     }
     let local = match item.materialize(&opts.root) {
         Ok(m) => m,
@@ -304,7 +334,7 @@ fn import_one(
             summary
                 .errors
                 .push(problem(format!("cannot read it: {e}"), None, true));
-            return Ok(records);
+            return;
         }
     };
     // Adapters see the entry's own name (session ids, shard numbers come
@@ -335,7 +365,7 @@ fn import_one(
             }
             record.reason = Some(reason);
             manifest.files.insert(item.key.clone(), record);
-            return Ok(records);
+            return;
         }
     };
     record.adapter = Some(AdapterRef {
@@ -345,27 +375,79 @@ fn import_one(
     });
     let mut pairs = 0usize;
     let mut skipped_by_adapter = 0u32;
-    let result = (|| -> Result<(), String> {
-        let mut stream = svc
-            .runtime
-            .parse(adapter, &input)
-            .map_err(|e| e.to_string())?;
-        while let Some(conv) = stream.next_conversation().map_err(|e| e.to_string())? {
-            pairs += conv.pairs.len();
-            skipped_by_adapter += conv.skipped.values().sum::<u32>();
-            let out = processor
-                .process(&conv, &item.file_name, mtime, manifest)
-                .map_err(|e| e.to_string())?;
-            summary.chunks_written += out.written.len() as u32;
-            summary.duplicates_skipped += out.duplicates;
-            summary.mechanical_excluded += out.excluded;
-            for w in out.written {
-                record.chunk_ids.push(w.chunk_id);
-                records.push(w.record);
+    // The adapter parses on its own thread while this one chunks and writes
+    // (two stages, two cores); a bounded channel keeps memory to a few
+    // conversations.
+    let result = std::thread::scope(|scope| -> Result<(), String> {
+        let (tx, rx) =
+            std::sync::mpsc::sync_channel::<Result<chatmill_model::Conversation, String>>(4);
+        let input = &input;
+        scope.spawn(move || {
+            let mut stream = match svc.runtime.parse(adapter, input) {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = tx.send(Err(e.to_string()));
+                    return;
+                }
+            };
+            loop {
+                match stream.next_conversation() {
+                    Ok(Some(conv)) => {
+                        if tx.send(Ok(conv)).is_err() {
+                            return; // The processing side gave up.
+                        }
+                    }
+                    Ok(None) => return,
+                    Err(e) => {
+                        let _ = tx.send(Err(e.to_string()));
+                        return;
+                    }
+                }
+            }
+        });
+        // Conversations are chunked and given headers in parallel, a batch
+        // at a time, and recorded in their order (so the output never
+        // depends on timing).
+        let mut batch: Vec<chatmill_model::Conversation> = Vec::new();
+        let mut rx = rx.into_iter().peekable();
+        while let Some(conv) = rx.next() {
+            let conv = conv?;
+            let batch_pairs: usize = batch.iter().map(|c| c.pairs.len()).sum();
+            batch.push(conv);
+            if batch_pairs < PARALLEL_PAIRS && rx.peek().is_some() {
+                continue;
+            }
+            let done: Vec<Result<Prepared, ProcessError>> = {
+                let p = &*processor;
+                let m = &*manifest;
+                batch
+                    .par_iter()
+                    .map(|c| p.prepare(c, &item.file_name, mtime, m))
+                    .collect()
+            };
+            for (conv, prepared) in batch.drain(..).zip(done) {
+                pairs += conv.pairs.len();
+                skipped_by_adapter += conv.skipped.values().sum::<u32>();
+                let out = processor.commit(prepared.map_err(|e| e.to_string())?, manifest);
+                summary.chunks_written += out.written.len() as u32;
+                summary.duplicates_skipped += out.duplicates;
+                summary.mechanical_excluded += out.excluded;
+                for w in out.written {
+                    record.chunk_ids.push(w.chunk_id);
+                    if let Some(indexer) = svc.indexer {
+                        pending.push(w.record);
+                        if pending.len() >= INDEX_BATCH {
+                            flush(indexer, &mut pending, summary, index_failure);
+                        }
+                    }
+                }
             }
         }
         Ok(())
-    })();
+    });
+    if let Some(indexer) = svc.indexer {
+        flush(indexer, &mut pending, summary, index_failure);
+    }
     drop(local);
     match result {
         Err(reason) => {
@@ -396,5 +478,4 @@ fn import_one(
         Ok(()) => summary.files_processed += 1,
     }
     manifest.files.insert(item.key.clone(), record);
-    Ok(records)
 }

@@ -150,6 +150,8 @@ impl Manifest {
     }
 
     /// Writes atomically: a temp file in the same folder, then a rename.
+    /// Everything written before on the same file system (the chunk files it
+    /// lists) is made durable first.
     pub fn save(&self, path: &Path) -> Result<(), ManifestError> {
         let write = |source| ManifestError::Write {
             path: path.to_path_buf(),
@@ -158,7 +160,8 @@ impl Manifest {
         let dir = path.parent().unwrap_or(Path::new("."));
         fs_err::create_dir_all(dir).map_err(write)?;
         let json = serde_json::to_vec_pretty(self).map_err(|e| write(std::io::Error::other(e)))?;
-        crate::atomic::write(path, &json).map_err(write)
+        crate::atomic::sync(dir).map_err(write)?;
+        crate::atomic::write_durable(path, &json).map_err(write)
     }
 
     /// Every chunk id the manifest knows, for deduplication.

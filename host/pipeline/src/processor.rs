@@ -85,6 +85,15 @@ pub enum ProcessError {
     },
 }
 
+/// A conversation chunked and written, not yet recorded.
+#[derive(Debug)]
+pub struct Prepared {
+    key: String,
+    /// The last pair looked at (`None`: nothing new).
+    last_pair: Option<u32>,
+    outcome: Outcome,
+}
+
 pub struct Processor<'a> {
     cfg: ProcessorConfig,
     header: &'a dyn HeaderWriter,
@@ -123,6 +132,47 @@ impl<'a> Processor<'a> {
         fallback_time: DateTime<Utc>,
         manifest: &mut Manifest,
     ) -> Result<Outcome, ProcessError> {
+        let prepared = self.prepare(conv, source_file, fallback_time, manifest)?;
+        Ok(self.commit(prepared, manifest))
+    }
+
+    /// Records what [`Processor::prepare`] wrote: the chunk ids, and how far
+    /// the conversation is chunked. Chunks another conversation of the same
+    /// batch already wrote count as duplicates.
+    pub fn commit(&mut self, prepared: Prepared, manifest: &mut Manifest) -> Outcome {
+        let Prepared {
+            key,
+            last_pair,
+            mut outcome,
+        } = prepared;
+        let Some(last_pair) = last_pair else {
+            return outcome;
+        };
+        let record = manifest.conversations.entry(key).or_default();
+        let mut written = Vec::with_capacity(outcome.written.len());
+        for w in outcome.written {
+            if self.existing.insert(w.chunk_id.clone()) {
+                record.chunk_ids.push(w.chunk_id.clone());
+                written.push(w);
+            } else {
+                outcome.duplicates += 1;
+            }
+        }
+        outcome.written = written;
+        record.last_pair = record.last_pair.max(last_pair);
+        outcome
+    }
+
+    /// The first half of [`Processor::process`], safe to run for several
+    /// conversations at once: chunks, headers, and the chunk files written
+    /// (atomically); nothing recorded yet.
+    pub fn prepare(
+        &self,
+        conv: &Conversation,
+        source_file: &str,
+        fallback_time: DateTime<Utc>,
+        manifest: &Manifest,
+    ) -> Result<Prepared, ProcessError> {
         let key = conversation_key(&conv.platform, &conv.id);
         let seen = manifest.conversations.get(&key).map_or(0, |r| r.last_pair);
         let fresh: Vec<&chatmill_model::Pair> =
@@ -132,7 +182,11 @@ impl<'a> Processor<'a> {
             ..Outcome::default()
         };
         if fresh.is_empty() {
-            return Ok(out);
+            return Ok(Prepared {
+                key,
+                last_pair: None,
+                outcome: out,
+            });
         }
         let texts: Vec<PairText> = fresh
             .iter()
@@ -154,11 +208,6 @@ impl<'a> Processor<'a> {
             .collect();
         let total_pairs = conv.pairs.last().map_or(0, |p| p.index);
         let mut previous: Option<Previous> = None;
-        let mut record = manifest
-            .conversations
-            .get(&key)
-            .cloned()
-            .unwrap_or_default();
         for planned in &plan.chunks {
             let first = fresh[planned.pairs[0]];
             let last = fresh[*planned.pairs.last().expect("a chunk has pairs")];
@@ -253,17 +302,17 @@ impl<'a> Processor<'a> {
                 topics: header.topics,
                 request: user_plain,
             });
-            self.existing.insert(id.clone());
-            record.chunk_ids.push(id.clone());
             out.written.push(Written {
                 chunk_id: id,
                 path,
                 record: index,
             });
         }
-        record.last_pair = record.last_pair.max(fresh.last().map_or(0, |p| p.index));
-        manifest.conversations.insert(key, record);
-        Ok(out)
+        Ok(Prepared {
+            key,
+            last_pair: fresh.last().map(|p| p.index),
+            outcome: out,
+        })
     }
 }
 
