@@ -58,6 +58,7 @@ fn stage(name: &str, export: &Path, work: &Path) {
                 inputs: vec![export.to_path_buf()],
                 format: None,
                 processor: ProcessorConfig {
+                    naming: Default::default(),
                     out_dir: root,
                     agent_id: "external".into(),
                     render: RenderOptions::default(),

@@ -38,6 +38,9 @@ pub struct Previous {
 pub struct Header {
     pub context: String,
     pub topics: Vec<String>,
+    /// A stand-in (the model missed its deadline or failed): the chunk is
+    /// written with it and queued for the real header later.
+    pub backfill: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -267,6 +270,7 @@ impl HeaderWriter for ExtractiveWriter {
         Ok(Header {
             context: sentences.join(" "),
             topics,
+            backfill: false,
         })
     }
 }
@@ -339,5 +343,66 @@ mod tests {
         assert_eq!(first_sentence("How are you? Fine.", 50), "How are you?");
         assert_eq!(first_sentence("v1.2 is out", 50), "v1.2 is out");
         assert_eq!(first_sentence("one two three four", 9), "one two…");
+    }
+}
+
+/// A header writer with a deadline: asks `inner` (an LLM writer, say) and
+/// waits at most `deadline`; past it, or when `inner` fails, the chunk gets
+/// the built-in extractive header marked for backfill. The slow call is
+/// left to finish on its own thread (its own timeout bounds it).
+pub struct Deadline {
+    pub inner: std::sync::Arc<dyn HeaderWriter>,
+    pub deadline: std::time::Duration,
+}
+
+/// What [`Deadline`] needs to hand the inner writer a request it owns.
+#[derive(Debug, Clone)]
+struct OwnedInput {
+    platform: String,
+    title: Option<String>,
+    date: Option<DateTime<Utc>>,
+    user: String,
+    assistant: String,
+    turn_range: String,
+    total_pairs: u32,
+    previous: Option<Previous>,
+}
+
+impl HeaderWriter for Deadline {
+    fn write(&self, input: &HeaderInput<'_>) -> Result<Header, HeaderError> {
+        let owned = OwnedInput {
+            platform: input.platform.to_string(),
+            title: input.title.map(str::to_string),
+            date: input.date,
+            user: input.user.to_string(),
+            assistant: input.assistant.to_string(),
+            turn_range: input.turn_range.to_string(),
+            total_pairs: input.total_pairs,
+            previous: input.previous.cloned(),
+        };
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let inner = std::sync::Arc::clone(&self.inner);
+        std::thread::spawn(move || {
+            let o = owned;
+            let result = inner.write(&HeaderInput {
+                platform: &o.platform,
+                title: o.title.as_deref(),
+                date: o.date,
+                user: &o.user,
+                assistant: &o.assistant,
+                turn_range: &o.turn_range,
+                total_pairs: o.total_pairs,
+                previous: o.previous.as_ref(),
+            });
+            let _ = tx.send(result);
+        });
+        match rx.recv_timeout(self.deadline) {
+            Ok(Ok(h)) if !h.backfill => Ok(h),
+            _ => {
+                let mut h = ExtractiveWriter.write(input)?;
+                h.backfill = true;
+                Ok(h)
+            }
+        }
     }
 }

@@ -6,6 +6,9 @@
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::lock::RootLock;
 
 use chatmill_index::{ChunkRecord, Indexer};
 use chatmill_runtime::{AdapterSet, Input, Runtime, SelectError};
@@ -83,6 +86,8 @@ pub enum ImportError {
         #[source]
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Lock(#[from] crate::lock::LockError),
     #[error("cannot create the root `{path}`: {source}")]
     Root {
         path: PathBuf,
@@ -153,6 +158,7 @@ pub fn run(
     }
     progress(Progress::Inventory { files: items.len() });
 
+    let mut stamp = file_stamp(&manifest_path);
     let mut processor = Processor::new(opts.processor.clone(), svc.header, &manifest);
     let mut index_failure: IndexFailure = None;
     let total = items.len();
@@ -162,6 +168,15 @@ pub fn run(
             of: total,
             name: &item.key,
         });
+        // One writer at a time on the root (an inline server may be
+        // running): the lock per input file, and the manifest re-read when
+        // someone else wrote it meanwhile.
+        let _lock = RootLock::acquire(&opts.root, Duration::from_secs(600))?;
+        let now = file_stamp(&manifest_path);
+        if now != stamp {
+            manifest = Manifest::load(&manifest_path)?;
+            processor = Processor::new(opts.processor.clone(), svc.header, &manifest);
+        }
         import_one(
             svc,
             opts,
@@ -172,6 +187,7 @@ pub fn run(
             &mut index_failure,
         );
         manifest.save(&manifest_path)?;
+        stamp = file_stamp(&manifest_path);
     }
     summary.chunks_total = manifest.chunk_ids().len() as u32;
     if let Some(indexer) = svc.indexer {
@@ -216,18 +232,32 @@ fn catch_up(
         .collect();
     let mut batch: Vec<ChunkRecord> = Vec::new();
     let mut done = 0u32;
+    // Batch chunks are `<chunk_id>.md`; inline ones have descriptive names,
+    // found by reading the frontmatter of every chunk file (once).
+    let mut by_id: Option<std::collections::BTreeMap<String, crate::verify::Scanned>> = None;
     for id in missing {
         let rel = format!("{id}.md");
-        let Ok(text) = fs_err::read_to_string(out_dir.join(&rel)) else {
+        let found = match fs_err::read_to_string(out_dir.join(&rel)) {
+            Ok(text) => ChunkDoc::parse(&text)
+                .ok()
+                .map(|doc| index_record(&doc, &text, &rel)),
+            Err(_) => {
+                let map = by_id.get_or_insert_with(|| {
+                    crate::verify::scan(out_dir, &mut Vec::new())
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|s| (s.doc.frontmatter.chunk_id.clone(), s))
+                        .collect()
+                });
+                map.get(id).map(|s| index_record(&s.doc, &s.text, &s.rel))
+            }
+        };
+        let Some(record) = found else {
             // `chatmill verify` reports manifest entries without a file.
-            tracing::warn!("chunk `{id}` is in the manifest but its file is missing");
+            tracing::warn!("chunk `{id}` is in the manifest but no chunk file has it");
             continue;
         };
-        let Ok(doc) = ChunkDoc::parse(&text) else {
-            tracing::warn!("chunk file `{rel}` does not parse; `chatmill verify` reports it");
-            continue;
-        };
-        batch.push(index_record(&doc, &text, &rel));
+        batch.push(record);
         if batch.len() >= 256 {
             indexer.index(&batch)?;
             done += batch.len() as u32;
@@ -239,6 +269,11 @@ fn catch_up(
         done += batch.len() as u32;
     }
     Ok(done)
+}
+
+fn file_stamp(path: &std::path::Path) -> Option<(std::time::SystemTime, u64)> {
+    let m = fs_err::metadata(path).ok()?;
+    Some((m.modified().ok()?, m.len()))
 }
 
 /// Pairs chunked in parallel at once.
@@ -422,7 +457,7 @@ fn import_one(
                 let m = &*manifest;
                 batch
                     .par_iter()
-                    .map(|c| p.prepare(c, &item.file_name, mtime, m))
+                    .map(|c| p.prepare(c, &item.file_name, mtime, m, None))
                     .collect()
             };
             for (conv, prepared) in batch.drain(..).zip(done) {

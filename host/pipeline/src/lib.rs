@@ -8,11 +8,14 @@
 //! Nothing here prints or touches the network.
 
 pub mod atomic;
+pub mod backfill;
 pub mod chunk;
 pub mod chunker;
 pub mod header;
 pub mod import;
+pub mod inline;
 pub mod inventory;
+pub mod lock;
 pub mod manifest;
 pub mod processor;
 pub mod record;

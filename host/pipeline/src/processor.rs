@@ -30,10 +30,23 @@ const RESERVED: &[&str] = &[
     "agent_id",
     "conversation_id",
     "part",
+    HEADER_STATUS,
 ];
+
+/// How chunk files are named.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Naming {
+    /// `<chunk_id>.md` (batch import).
+    #[default]
+    ChunkId,
+    /// The spec's inline name:
+    /// `YYYY-MM-DD_HH-MM_session-<short-id>_pair-<NNN>_<topic-slug>.md`.
+    Inline,
+}
 
 #[derive(Debug, Clone)]
 pub struct ProcessorConfig {
+    pub naming: Naming,
     /// Where chunk files are written.
     pub out_dir: PathBuf,
     /// `external` for imports, the agent's id inline.
@@ -48,7 +61,12 @@ pub struct Written {
     pub path: PathBuf,
     /// What the index gets for it.
     pub record: ChunkRecord,
+    /// Its header is a stand-in, queued for backfill.
+    pub header_pending: bool,
 }
+
+/// The frontmatter key that marks a chunk whose header is a stand-in.
+pub const HEADER_STATUS: &str = "header_status";
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Outcome {
@@ -92,6 +110,29 @@ pub struct Prepared {
     /// The last pair looked at (`None`: nothing new).
     last_pair: Option<u32>,
     outcome: Outcome,
+    /// The last chunk's topics and request, for the next header.
+    pub previous: Option<Previous>,
+}
+
+/// Lowercase ASCII letters and digits joined by `-`, at most `max` chars.
+pub fn slug(s: &str, max: usize) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.is_empty() && !out.ends_with('-') {
+            out.push('-');
+        }
+        if out.len() >= max {
+            break;
+        }
+    }
+    let out = out.trim_end_matches('-');
+    if out.is_empty() {
+        "x".into()
+    } else {
+        out.to_string()
+    }
 }
 
 pub struct Processor<'a> {
@@ -118,8 +159,57 @@ impl<'a> Processor<'a> {
         }
     }
 
-    pub fn chunk_path(&self, chunk_id: &str) -> PathBuf {
-        self.cfg.out_dir.join(format!("{chunk_id}.md"))
+    /// A processor that deduplicates against one conversation's chunks only
+    /// (inline mode: chunk ids embed the conversation, so no other
+    /// conversation can hold one; this avoids reading every id per turn).
+    pub fn for_ids(
+        cfg: ProcessorConfig,
+        header: &'a dyn HeaderWriter,
+        manifest: &Manifest,
+        conversation_key: &str,
+    ) -> Self {
+        let existing = manifest
+            .conversations
+            .get(conversation_key)
+            .map(|r| r.chunk_ids.iter().cloned().collect())
+            .unwrap_or_default();
+        Self {
+            cfg,
+            header,
+            existing,
+        }
+    }
+
+    /// The agent the next chunks are written for (inline mode: per turn).
+    pub fn set_agent(&mut self, agent_id: &str) {
+        agent_id.clone_into(&mut self.cfg.agent_id);
+    }
+
+    /// The chunk file's name, relative to the output folder.
+    fn file_name(
+        &self,
+        chunk_id: &str,
+        conv: &Conversation,
+        first: u32,
+        time: DateTime<Utc>,
+        topics: &[String],
+    ) -> String {
+        match self.cfg.naming {
+            Naming::ChunkId => format!("{chunk_id}.md"),
+            Naming::Inline => {
+                let short: String = slug(&conv.id, 12);
+                let topic = topics
+                    .first()
+                    .map_or_else(|| "exchange".to_string(), |t| slug(t, 40));
+                let part = chunk_id
+                    .rsplit_once("-part-")
+                    .map_or_else(String::new, |(_, n)| format!("_part-{n}"));
+                format!(
+                    "{}_session-{short}_pair-{first:03}{part}_{topic}.md",
+                    time.format("%Y-%m-%d_%H-%M")
+                )
+            }
+        }
     }
 
     /// Chunks the pairs of `conv` the manifest has not seen, writes them, and
@@ -132,7 +222,7 @@ impl<'a> Processor<'a> {
         fallback_time: DateTime<Utc>,
         manifest: &mut Manifest,
     ) -> Result<Outcome, ProcessError> {
-        let prepared = self.prepare(conv, source_file, fallback_time, manifest)?;
+        let prepared = self.prepare(conv, source_file, fallback_time, manifest, None)?;
         Ok(self.commit(prepared, manifest))
     }
 
@@ -144,6 +234,7 @@ impl<'a> Processor<'a> {
             key,
             last_pair,
             mut outcome,
+            ..
         } = prepared;
         let Some(last_pair) = last_pair else {
             return outcome;
@@ -166,12 +257,15 @@ impl<'a> Processor<'a> {
     /// The first half of [`Processor::process`], safe to run for several
     /// conversations at once: chunks, headers, and the chunk files written
     /// (atomically); nothing recorded yet.
+    /// `previous` is the exchange before the first new pair, when the caller
+    /// knows it (inline mode keeps it per session).
     pub fn prepare(
         &self,
         conv: &Conversation,
         source_file: &str,
         fallback_time: DateTime<Utc>,
         manifest: &Manifest,
+        previous: Option<Previous>,
     ) -> Result<Prepared, ProcessError> {
         let key = conversation_key(&conv.platform, &conv.id);
         let seen = manifest.conversations.get(&key).map_or(0, |r| r.last_pair);
@@ -186,6 +280,7 @@ impl<'a> Processor<'a> {
                 key,
                 last_pair: None,
                 outcome: out,
+                previous,
             });
         }
         let texts: Vec<PairText> = fresh
@@ -207,7 +302,7 @@ impl<'a> Processor<'a> {
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         let total_pairs = conv.pairs.last().map_or(0, |p| p.index);
-        let mut previous: Option<Previous> = None;
+        let mut previous = previous;
         for planned in &plan.chunks {
             let first = fresh[planned.pairs[0]];
             let last = fresh[*planned.pairs.last().expect("a chunk has pairs")];
@@ -270,6 +365,10 @@ impl<'a> Processor<'a> {
                 .or_else(|| first.model.clone())
                 .or_else(|| conv.model.clone())
                 .unwrap_or_else(|| "unknown".into());
+            if header.backfill {
+                // Rewritten (and this key dropped) when the real header comes.
+                extra.insert(HEADER_STATUS.into(), "pending".into());
+            }
             let doc = ChunkDoc {
                 frontmatter: Frontmatter {
                     source_file: source_file.to_string(),
@@ -291,12 +390,12 @@ impl<'a> Processor<'a> {
                 chunk_id: id.clone(),
                 source,
             })?;
-            let path = self.chunk_path(&id);
+            let rel = self.file_name(&id, conv, first.index, time, &doc.frontmatter.topics);
+            let path = self.cfg.out_dir.join(&rel);
             crate::atomic::write(&path, text.as_bytes()).map_err(|source| ProcessError::Write {
                 chunk_id: id.clone(),
                 source,
             })?;
-            let rel = format!("{id}.md");
             let index = index_record(&doc, &text, &rel);
             previous = Some(Previous {
                 topics: header.topics,
@@ -306,12 +405,14 @@ impl<'a> Processor<'a> {
                 chunk_id: id,
                 path,
                 record: index,
+                header_pending: header.backfill,
             });
         }
         Ok(Prepared {
             key,
             last_pair: fresh.last().map(|p| p.index),
             outcome: out,
+            previous,
         })
     }
 }
@@ -356,6 +457,7 @@ mod tests {
 
     fn cfg(dir: &Path) -> ProcessorConfig {
         ProcessorConfig {
+            naming: Default::default(),
             out_dir: dir.to_path_buf(),
             agent_id: "external".into(),
             render: RenderOptions::default(),

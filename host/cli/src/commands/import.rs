@@ -30,6 +30,7 @@ pub fn run(ctx: &Context, args: ImportArgs) -> Result<ExitCode, CliError> {
         inputs: args.inputs.clone(),
         format: args.format.clone(),
         processor: ProcessorConfig {
+            naming: Default::default(),
             out_dir: ctx.root.clone(),
             agent_id: "external".into(),
             render: RenderOptions::default(),
