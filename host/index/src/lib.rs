@@ -18,6 +18,14 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
+pub mod embedded;
+pub mod lexical;
+pub mod query;
+
+pub use embedded::SqliteStore;
+pub use lexical::Lexical;
+pub use query::{Index, Mode, SearchRequest, SearchResults, WeightedQuery};
+
 /// What the index keeps about a chunk: the frontmatter fields searches are
 /// scoped and shown by.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -108,10 +116,12 @@ impl IndexError {
     pub fn hint(&self) -> Option<String> {
         match self {
             Self::Store { hint, .. } | Self::Embed { hint, .. } => hint.clone(),
-            Self::Unsupported { .. } => Some("use the embedded store for this kind of query".into()),
-            Self::DimensionMismatch { .. } => Some(
-                "run `chatmill reindex` to re-embed every chunk with the current model".into(),
-            ),
+            Self::Unsupported { .. } => {
+                Some("use the embedded store for this kind of query".into())
+            }
+            Self::DimensionMismatch { .. } => {
+                Some("run `chatmill reindex` to re-embed every chunk with the current model".into())
+            }
         }
     }
 }

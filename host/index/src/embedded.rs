@@ -1,0 +1,735 @@
+//! The embedded store (the zero-setup default): one SQLite file under the
+//! root. Chunk metadata in a table with a timestamp index, the documents in
+//! an FTS5 table for BM25, and the vectors as little-endian f32 BLOBs.
+//!
+//! Vector search is exact: the vectors are loaded once into one contiguous
+//! in-memory matrix (kept in sync on every write) and scored with a plain
+//! dot product (the vectors are unit length), split over the cores. At
+//! chat-history scale (≤ 100k chunks × 384 dims, 150 MB) this beats
+//! sqlite-vec's exact search (37–80 ms at 100k on this machine) without a
+//! native extension; filters are applied from the same in-memory metadata.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::{ChunkMeta, ChunkRecord, Filter, Hit, IndexError, Store};
+
+const SCHEMA: &str = "
+PRAGMA journal_mode = WAL;
+PRAGMA synchronous = NORMAL;
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY,
+    chunk_id TEXT NOT NULL UNIQUE,
+    timestamp INTEGER NOT NULL,
+    platform TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    title TEXT,
+    topics TEXT NOT NULL,
+    model TEXT NOT NULL,
+    turn_range TEXT NOT NULL,
+    source_file TEXT NOT NULL,
+    path TEXT NOT NULL,
+    document TEXT NOT NULL,
+    embedding BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_timestamp ON chunks(timestamp);
+CREATE INDEX IF NOT EXISTS chunks_conversation ON chunks(conversation_id);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    document, content='chunks', content_rowid='id', tokenize='unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
+    INSERT INTO chunks_fts(rowid, document) VALUES (new.id, new.document);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, document) VALUES ('delete', old.id, old.document);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, document) VALUES ('delete', old.id, old.document);
+    INSERT INTO chunks_fts(rowid, document) VALUES (new.id, new.document);
+END;
+";
+
+/// What vector search keeps in memory per chunk.
+struct Row {
+    id: i64,
+    timestamp: i64,
+    platform: String,
+    agent_id: String,
+    conversation_id: String,
+}
+
+impl Row {
+    fn matches(&self, f: &Filter) -> bool {
+        f.agent_id.as_ref().is_none_or(|a| *a == self.agent_id)
+            && f.platform.as_ref().is_none_or(|p| *p == self.platform)
+            && f.conversation_id
+                .as_ref()
+                .is_none_or(|c| *c == self.conversation_id)
+            && f.since.is_none_or(|s| self.timestamp >= s)
+            && f.until.is_none_or(|u| self.timestamp <= u)
+    }
+}
+
+/// The in-memory matrix: row `i` of `data` (`dim` floats) is `rows[i]`.
+#[derive(Default)]
+struct Vectors {
+    dim: usize,
+    rows: Vec<Row>,
+    data: Vec<f32>,
+}
+
+pub struct SqliteStore {
+    path: PathBuf,
+    conn: Mutex<Connection>,
+    /// Loaded on first vector search; dropped on every write.
+    vectors: Mutex<Option<std::sync::Arc<Vectors>>>,
+}
+
+fn err(path: &Path, e: impl std::fmt::Display) -> IndexError {
+    IndexError::Store {
+        store: format!("sqlite ({})", path.display()),
+        message: e.to_string(),
+        hint: None,
+        retryable: false,
+    }
+}
+
+fn to_blob(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn from_blob(b: &[u8], out: &mut Vec<f32>) {
+    out.extend(
+        b.chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+    );
+}
+
+const COLUMNS: &str = "chunk_id, timestamp, platform, agent_id, conversation_id, title, topics, model, turn_range, source_file, path, document";
+
+fn hit_from_row(r: &rusqlite::Row<'_>, score: f32) -> rusqlite::Result<Hit> {
+    let topics: String = r.get(6)?;
+    Ok(Hit {
+        chunk_id: r.get(0)?,
+        score,
+        meta: ChunkMeta {
+            timestamp: r.get(1)?,
+            platform: r.get(2)?,
+            agent_id: r.get(3)?,
+            conversation_id: r.get(4)?,
+            title: r.get(5)?,
+            topics: serde_json::from_str(&topics).unwrap_or_default(),
+            model: r.get(7)?,
+            turn_range: r.get(8)?,
+            source_file: r.get(9)?,
+            path: r.get(10)?,
+        },
+        document: r.get(11)?,
+    })
+}
+
+/// SQL for a filter: ` AND …` clauses and their parameters.
+fn filter_sql(f: &Filter) -> (String, Vec<rusqlite::types::Value>) {
+    use rusqlite::types::Value;
+    let mut sql = String::new();
+    let mut args = Vec::new();
+    if let Some(a) = &f.agent_id {
+        sql.push_str(" AND c.agent_id = ?");
+        args.push(Value::Text(a.clone()));
+    }
+    if let Some(p) = &f.platform {
+        sql.push_str(" AND c.platform = ?");
+        args.push(Value::Text(p.clone()));
+    }
+    if let Some(c) = &f.conversation_id {
+        sql.push_str(" AND c.conversation_id = ?");
+        args.push(Value::Text(c.clone()));
+    }
+    if let Some(s) = f.since {
+        sql.push_str(" AND c.timestamp >= ?");
+        args.push(Value::Integer(s));
+    }
+    if let Some(u) = f.until {
+        sql.push_str(" AND c.timestamp <= ?");
+        args.push(Value::Integer(u));
+    }
+    (sql, args)
+}
+
+/// An FTS5 query from free text: every word quoted (so `"`, `*`, `-`, `:`
+/// and parentheses in user text are never syntax), any word may match.
+pub fn fts_query(text: &str) -> Option<String> {
+    let words: Vec<String> = text
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
+        .filter(|w| !w.is_empty())
+        .take(64)
+        .map(|w| format!("\"{w}\""))
+        .collect();
+    (!words.is_empty()).then(|| words.join(" OR "))
+}
+
+impl SqliteStore {
+    /// Opens (creating) the store at `path`.
+    pub fn open(path: &Path) -> Result<Self, IndexError> {
+        if let Some(dir) = path.parent() {
+            fs_err::create_dir_all(dir).map_err(|e| err(path, e))?;
+        }
+        let conn = Connection::open(path).map_err(|e| err(path, e))?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(|e| err(path, e))?;
+        conn.execute_batch(SCHEMA).map_err(|e| IndexError::Store {
+            store: format!("sqlite ({})", path.display()),
+            message: format!("not a usable chatmill index: {e}"),
+            hint: Some(format!(
+                "move `{}` aside and run `chatmill reindex` to rebuild it from the chunk files",
+                path.display()
+            )),
+            retryable: false,
+        })?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            conn: Mutex::new(conn),
+            vectors: Mutex::new(None),
+        })
+    }
+
+    fn conn(&self) -> MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn e(&self, e: impl std::fmt::Display) -> IndexError {
+        err(&self.path, e)
+    }
+
+    fn meta_get(&self, conn: &Connection, key: &str) -> Result<Option<String>, IndexError> {
+        conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()
+            .map_err(|e| self.e(e))
+    }
+
+    fn vectors(&self) -> Result<std::sync::Arc<Vectors>, IndexError> {
+        let mut slot = self.vectors.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(v) = slot.as_ref() {
+            return Ok(std::sync::Arc::clone(v));
+        }
+        let conn = self.conn();
+        let dim: usize = self
+            .meta_get(&conn, "dim")?
+            .and_then(|d| d.parse().ok())
+            .unwrap_or(0);
+        let mut v = Vectors {
+            dim,
+            ..Vectors::default()
+        };
+        let mut stmt = conn
+            .prepare("SELECT id, timestamp, platform, agent_id, conversation_id, embedding FROM chunks ORDER BY id")
+            .map_err(|e| self.e(e))?;
+        let mut rows = stmt.query([]).map_err(|e| self.e(e))?;
+        while let Some(r) = rows.next().map_err(|e| self.e(e))? {
+            let blob: Vec<u8> = r.get(5).map_err(|e| self.e(e))?;
+            if blob.len() != dim * 4 {
+                continue;
+            }
+            v.rows.push(Row {
+                id: r.get(0).map_err(|e| self.e(e))?,
+                timestamp: r.get(1).map_err(|e| self.e(e))?,
+                platform: r.get(2).map_err(|e| self.e(e))?,
+                agent_id: r.get(3).map_err(|e| self.e(e))?,
+                conversation_id: r.get(4).map_err(|e| self.e(e))?,
+            });
+            from_blob(&blob, &mut v.data);
+        }
+        let v = std::sync::Arc::new(v);
+        *slot = Some(std::sync::Arc::clone(&v));
+        Ok(v)
+    }
+
+    fn invalidate(&self) {
+        *self.vectors.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    fn hits_by_id(&self, scored: &[(i64, f32)]) -> Result<Vec<Hit>, IndexError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare_cached(&format!("SELECT {COLUMNS} FROM chunks WHERE id = ?1"))
+            .map_err(|e| self.e(e))?;
+        let mut out = Vec::with_capacity(scored.len());
+        for &(id, score) in scored {
+            if let Some(h) = stmt
+                .query_row([id], |r| hit_from_row(r, score))
+                .optional()
+                .map_err(|e| self.e(e))?
+            {
+                out.push(h);
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    // Eight lanes the compiler vectorizes.
+    let mut acc = [0f32; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for i in 0..8 {
+            acc[i] += x[i] * y[i];
+        }
+    }
+    let tail: f32 = ra.iter().zip(rb).map(|(x, y)| x * y).sum();
+    acc.iter().sum::<f32>() + tail
+}
+
+/// The `k` best (index, score) pairs.
+fn top_k(mut scored: Vec<(usize, f32)>, k: usize) -> Vec<(usize, f32)> {
+    if scored.len() > k {
+        scored.select_nth_unstable_by(k, |a, b| b.1.total_cmp(&a.1));
+        scored.truncate(k);
+    }
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    scored
+}
+
+impl Store for SqliteStore {
+    fn name(&self) -> &str {
+        "sqlite"
+    }
+
+    fn upsert(
+        &self,
+        records: &[ChunkRecord],
+        vectors: &[Vec<f32>],
+        model: &str,
+    ) -> Result<(), IndexError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let dim = vectors.first().map_or(0, Vec::len);
+        let mut conn = self.conn();
+        let stored_dim: Option<usize> = self.meta_get(&conn, "dim")?.and_then(|d| d.parse().ok());
+        let stored_model = self.meta_get(&conn, "model")?;
+        let count: i64 = conn
+            .query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))
+            .map_err(|e| self.e(e))?;
+        if let Some(found) = stored_dim.filter(|d| *d != dim && count > 0) {
+            return Err(IndexError::DimensionMismatch {
+                found,
+                found_model: stored_model.unwrap_or_default(),
+                model: model.to_string(),
+                dim,
+            });
+        }
+        let tx = conn.transaction().map_err(|e| self.e(e))?;
+        {
+            let mut up = tx
+                .prepare_cached(
+                    "INSERT INTO chunks (chunk_id, timestamp, platform, agent_id, conversation_id, title, topics, model, turn_range, source_file, path, document, embedding)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+                     ON CONFLICT(chunk_id) DO UPDATE SET timestamp = excluded.timestamp, platform = excluded.platform,
+                       agent_id = excluded.agent_id, conversation_id = excluded.conversation_id, title = excluded.title,
+                       topics = excluded.topics, model = excluded.model, turn_range = excluded.turn_range,
+                       source_file = excluded.source_file, path = excluded.path, document = excluded.document,
+                       embedding = excluded.embedding",
+                )
+                .map_err(|e| self.e(e))?;
+            for (r, v) in records.iter().zip(vectors) {
+                let m = &r.meta;
+                up.execute(params![
+                    r.chunk_id,
+                    m.timestamp,
+                    m.platform,
+                    m.agent_id,
+                    m.conversation_id,
+                    m.title,
+                    serde_json::to_string(&m.topics).unwrap_or_else(|_| "[]".into()),
+                    m.model,
+                    m.turn_range,
+                    m.source_file,
+                    m.path,
+                    r.document,
+                    to_blob(v),
+                ])
+                .map_err(|e| self.e(e))?;
+            }
+            tx.execute(
+                "INSERT INTO meta(key, value) VALUES ('dim', ?1), ('model', ?2)
+                 ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                params![dim.to_string(), model],
+            )
+            .map_err(|e| self.e(e))?;
+        }
+        tx.commit().map_err(|e| self.e(e))?;
+        drop(conn);
+        self.invalidate();
+        Ok(())
+    }
+
+    fn delete(&self, chunk_ids: &[String]) -> Result<(), IndexError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction().map_err(|e| self.e(e))?;
+        {
+            let mut del = tx
+                .prepare_cached("DELETE FROM chunks WHERE chunk_id = ?1")
+                .map_err(|e| self.e(e))?;
+            for id in chunk_ids {
+                del.execute([id]).map_err(|e| self.e(e))?;
+            }
+        }
+        tx.commit().map_err(|e| self.e(e))?;
+        drop(conn);
+        self.invalidate();
+        Ok(())
+    }
+
+    fn ids(&self) -> Result<BTreeSet<String>, IndexError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare("SELECT chunk_id FROM chunks")
+            .map_err(|e| self.e(e))?;
+        let ids = stmt
+            .query_map([], |r| r.get::<_, String>(0))
+            .map_err(|e| self.e(e))?
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.e(e))?;
+        Ok(ids)
+    }
+
+    fn count(&self) -> Result<u64, IndexError> {
+        let conn = self.conn();
+        conn.query_row("SELECT count(*) FROM chunks", [], |r| r.get::<_, i64>(0))
+            .map(|n| n as u64)
+            .map_err(|e| self.e(e))
+    }
+
+    fn model(&self) -> Result<Option<String>, IndexError> {
+        let conn = self.conn();
+        if self.count_locked(&conn)? == 0 {
+            return Ok(None);
+        }
+        self.meta_get(&conn, "model")
+    }
+
+    fn knn(&self, vector: &[f32], k: usize, filter: &Filter) -> Result<Vec<Hit>, IndexError> {
+        let v = self.vectors()?;
+        if v.rows.is_empty() || k == 0 {
+            return Ok(Vec::new());
+        }
+        if v.dim != vector.len() {
+            return Err(IndexError::DimensionMismatch {
+                found: v.dim,
+                found_model: self.model()?.unwrap_or_default(),
+                model: "the query embedder".into(),
+                dim: vector.len(),
+            });
+        }
+        let dim = v.dim;
+        let unfiltered = *filter == Filter::default();
+        let score_range = |lo: usize, hi: usize| -> Vec<(usize, f32)> {
+            (lo..hi)
+                .filter(|&i| unfiltered || v.rows[i].matches(filter))
+                .map(|i| (i, dot(&v.data[i * dim..(i + 1) * dim], vector)))
+                .collect()
+        };
+        let n = v.rows.len();
+        let scored = if n >= 20_000 {
+            // Two halves on two threads (this machine has 2 cores).
+            let mid = n / 2;
+            let (mut a, b) = std::thread::scope(|s| {
+                let h = s.spawn(|| score_range(mid, n));
+                (score_range(0, mid), h.join().unwrap_or_default())
+            });
+            a.extend(b);
+            a
+        } else {
+            score_range(0, n)
+        };
+        let best: Vec<(i64, f32)> = top_k(scored, k)
+            .into_iter()
+            .map(|(i, s)| (v.rows[i].id, s.clamp(-1.0, 1.0)))
+            .collect();
+        self.hits_by_id(&best)
+    }
+
+    fn keyword(&self, query: &str, k: usize, filter: &Filter) -> Result<Vec<Hit>, IndexError> {
+        let Some(q) = fts_query(query) else {
+            return Ok(Vec::new());
+        };
+        let (where_sql, mut args) = filter_sql(filter);
+        let cols = COLUMNS
+            .split(", ")
+            .map(|c| format!("c.{c}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "SELECT {cols}, bm25(chunks_fts) AS rank FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
+             WHERE chunks_fts MATCH ?{where_sql} ORDER BY rank LIMIT ?"
+        );
+        args.insert(0, rusqlite::types::Value::Text(q));
+        args.push(rusqlite::types::Value::Integer(k as i64));
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(&sql).map_err(|e| self.e(e))?;
+        let hits = stmt
+            .query_map(rusqlite::params_from_iter(args), |r| {
+                let rank: f64 = r.get(12)?;
+                // bm25() is lower-is-better and negative; flip it.
+                hit_from_row(r, (-rank) as f32)
+            })
+            .map_err(|e| self.e(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.e(e))?;
+        Ok(hits)
+    }
+
+    fn recent(&self, k: usize, filter: &Filter) -> Result<Vec<Hit>, IndexError> {
+        let (where_sql, mut args) = filter_sql(filter);
+        let cols = COLUMNS
+            .split(", ")
+            .map(|c| format!("c.{c}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "SELECT {cols} FROM chunks c WHERE 1 = 1{where_sql} ORDER BY c.timestamp DESC, c.chunk_id DESC LIMIT ?"
+        );
+        args.push(rusqlite::types::Value::Integer(k as i64));
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(&sql).map_err(|e| self.e(e))?;
+        let hits = stmt
+            .query_map(rusqlite::params_from_iter(args), |r| {
+                let ts: i64 = r.get(1)?;
+                hit_from_row(r, ts as f32)
+            })
+            .map_err(|e| self.e(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.e(e))?;
+        Ok(hits)
+    }
+}
+
+impl SqliteStore {
+    fn count_locked(&self, conn: &Connection) -> Result<i64, IndexError> {
+        conn.query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))
+            .map_err(|e| self.e(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Embedder, Index, Indexer, Lexical, Mode, SearchRequest};
+    use std::sync::Arc;
+
+    fn rec(id: &str, ts: i64, platform: &str, agent: &str, text: &str) -> ChunkRecord {
+        ChunkRecord {
+            chunk_id: id.into(),
+            embed_text: text.into(),
+            document: format!("---\nchunk_id: {id}\n---\n\n{text}\n"),
+            meta: ChunkMeta {
+                timestamp: ts,
+                platform: platform.into(),
+                agent_id: agent.into(),
+                conversation_id: format!("conv-{id}"),
+                title: Some(format!("Title {id}")),
+                topics: vec!["t".into()],
+                model: "m".into(),
+                turn_range: "1".into(),
+                source_file: "f.json".into(),
+                path: format!("{id}.md"),
+            },
+        }
+    }
+
+    fn index(dir: &Path) -> Index {
+        let store = SqliteStore::open(&dir.join("index.sqlite3")).unwrap();
+        Index::new(Arc::new(store), Arc::new(Lexical::default()))
+    }
+
+    fn ids(r: &crate::SearchResults) -> Vec<&str> {
+        r.hits.iter().map(|h| h.chunk_id.as_str()).collect()
+    }
+
+    #[test]
+    fn upsert_search_filter_delete_and_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let ix = index(dir.path());
+        // Cold start: nothing, no error.
+        assert!(
+            ix.search(&SearchRequest::new("anything"))
+                .unwrap()
+                .hits
+                .is_empty()
+        );
+        ix.index(&[
+            rec(
+                "a",
+                100,
+                "chatgpt",
+                "external",
+                "nginx returns 504 on long uploads",
+            ),
+            rec(
+                "b",
+                200,
+                "claude",
+                "external",
+                "sourdough starter smells like acetone",
+            ),
+            rec(
+                "c",
+                300,
+                "local",
+                "user",
+                "nginx websocket proxy timeout settings",
+            ),
+        ])
+        .unwrap();
+        assert_eq!(ix.count().unwrap(), 3);
+
+        let r = ix.search(&SearchRequest::new("nginx timeout")).unwrap();
+        assert_eq!(&ids(&r)[..2], ["c", "a"], "{r:#?}");
+        assert!(r.warnings[0].contains("lexical"), "{:?}", r.warnings);
+
+        let mut q = SearchRequest::new("nginx");
+        q.filter.platform = Some("chatgpt".into());
+        assert_eq!(ids(&ix.search(&q).unwrap()), ["a"]);
+        q.filter = Filter {
+            agent_id: Some("user".into()),
+            ..Filter::default()
+        };
+        q.mode = Mode::Semantic;
+        assert_eq!(ids(&ix.search(&q).unwrap()), ["c"]);
+
+        let mut recent = SearchRequest::new("");
+        recent.mode = Mode::Recent;
+        assert_eq!(ids(&ix.search(&recent).unwrap()), ["c", "b", "a"]);
+        recent.filter.until = Some(250);
+        recent.filter.since = Some(150);
+        assert_eq!(ids(&ix.search(&recent).unwrap()), ["b"]);
+
+        // Replace (same id): FTS and vectors follow.
+        ix.index(&[rec("a", 100, "chatgpt", "external", "banana bread recipe")])
+            .unwrap();
+        let mut kw = SearchRequest::new("nginx");
+        kw.mode = Mode::Keyword;
+        assert_eq!(ids(&ix.search(&kw).unwrap()), ["c"]);
+        kw.queries[0].text = "banana".into();
+        assert_eq!(ids(&ix.search(&kw).unwrap()), ["a"]);
+        assert_eq!(ix.count().unwrap(), 3);
+
+        ix.remove(&["c".to_string()]).unwrap();
+        kw.queries[0].text = "nginx".into();
+        assert!(ix.search(&kw).unwrap().hits.is_empty());
+        drop(ix);
+        let ix = index(dir.path());
+        assert_eq!(
+            ix.ids().unwrap().into_iter().collect::<Vec<_>>(),
+            ["a", "b"]
+        );
+    }
+
+    #[test]
+    fn keyword_search_survives_any_text_and_multi_query_dedups() {
+        let dir = tempfile::tempdir().unwrap();
+        let ix = index(dir.path());
+        ix.index(&[
+            rec(
+                "a",
+                1,
+                "chatgpt",
+                "x",
+                "C++ templates: SFINAE and \"concepts\"",
+            ),
+            rec("b", 2, "chatgpt", "x", "python asyncio event loop"),
+        ])
+        .unwrap();
+        for nasty in [
+            "\"unbalanced",
+            "a* OR (b",
+            "-x:y",
+            "NEAR(",
+            "'; DROP TABLE chunks;--",
+            "🙂",
+        ] {
+            let mut q = SearchRequest::new(nasty);
+            q.mode = Mode::Keyword;
+            ix.search(&q).unwrap();
+            q.mode = Mode::Hybrid;
+            ix.search(&q).unwrap();
+        }
+        let mut q = SearchRequest::new("concepts templates");
+        q.queries.push(crate::WeightedQuery {
+            text: "C++ SFINAE".into(),
+            weight: 0.5,
+        });
+        let r = ix.search(&q).unwrap();
+        assert_eq!(ids(&r)[0], "a");
+        let unique: BTreeSet<&str> = ids(&r).into_iter().collect();
+        assert_eq!(unique.len(), r.hits.len(), "deduplicated by chunk id");
+    }
+
+    #[test]
+    fn a_different_dimension_is_refused_and_a_broken_file_is_explained() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SqliteStore::open(&dir.path().join("i.sqlite3")).unwrap());
+        let ix = Index::new(store.clone(), Arc::new(Lexical::new(64)));
+        ix.index(&[rec("a", 1, "p", "x", "hello world")]).unwrap();
+        let other = Index::new(store, Arc::new(Lexical::new(32)));
+        let e = other.index(&[rec("b", 1, "p", "x", "hi")]).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                IndexError::DimensionMismatch {
+                    found: 64,
+                    dim: 32,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(e.hint().unwrap().contains("reindex"));
+
+        let bad = dir.path().join("bad.sqlite3");
+        std::fs::write(&bad, b"this is not a database, just some text").unwrap();
+        let e = SqliteStore::open(&bad).err().unwrap();
+        assert!(e.hint().unwrap().contains("reindex"), "{e}");
+    }
+
+    #[test]
+    fn reads_while_writing_from_other_threads() {
+        let dir = tempfile::tempdir().unwrap();
+        let ix = Arc::new(index(dir.path()));
+        ix.index(&[rec("seed", 0, "p", "x", "seed text")]).unwrap();
+        std::thread::scope(|s| {
+            let w = Arc::clone(&ix);
+            s.spawn(move || {
+                for i in 0..200 {
+                    w.index(&[rec(
+                        &format!("r{i}"),
+                        i,
+                        "p",
+                        "x",
+                        &format!("record number {i}"),
+                    )])
+                    .unwrap();
+                }
+            });
+            for _ in 0..2 {
+                let r = Arc::clone(&ix);
+                s.spawn(move || {
+                    for _ in 0..100 {
+                        let hits = r.search(&SearchRequest::new("record number")).unwrap();
+                        assert!(hits.hits.len() <= 10);
+                    }
+                });
+            }
+        });
+        assert_eq!(ix.count().unwrap(), 201);
+        let e: &dyn Embedder = ix.embedder.as_ref();
+        assert_eq!(e.dim(), 384);
+    }
+}

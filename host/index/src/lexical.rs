@@ -1,0 +1,113 @@
+//! The lexical stand-in for an embedding model: hashed words and character
+//! trigrams, signed, into a fixed number of dimensions, L2-normalized.
+//! Deterministic and instant; it finds shared words, not shared meaning, so
+//! searches made with it say so, and `chatmill reindex` replaces its vectors
+//! once a real model is available. Also what fast tests use.
+
+use crate::{Embedder, IndexError};
+
+pub struct Lexical {
+    dim: usize,
+    id: String,
+}
+
+impl Lexical {
+    pub fn new(dim: usize) -> Self {
+        Self {
+            dim,
+            id: format!("lexical-hash-v1-{dim}"),
+        }
+    }
+}
+
+impl Default for Lexical {
+    fn default() -> Self {
+        Self::new(384)
+    }
+}
+
+/// FNV-1a: stable across runs and platforms (the vectors are stored).
+fn fnv(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+impl Lexical {
+    fn add(&self, v: &mut [f32], feature: &[u8], weight: f32) {
+        let h = fnv(feature);
+        let i = (h % self.dim as u64) as usize;
+        let sign = if h >> 63 == 0 { 1.0 } else { -1.0 };
+        v[i] += sign * weight;
+    }
+
+    fn one(&self, text: &str) -> Vec<f32> {
+        let mut v = vec![0f32; self.dim];
+        let lower = text.to_lowercase();
+        for word in lower
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+        {
+            self.add(&mut v, word.as_bytes(), 1.0);
+            let padded: Vec<char> = format!(" {word} ").chars().collect();
+            for tri in padded.windows(3) {
+                let s: String = tri.iter().collect();
+                self.add(&mut v, s.as_bytes(), 0.3);
+            }
+        }
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        if norm > 0.0 {
+            v.iter_mut().for_each(|x| *x /= norm);
+        }
+        v
+    }
+}
+
+impl Embedder for Lexical {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn dim(&self) -> usize {
+        self.dim
+    }
+
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, IndexError> {
+        Ok(texts.iter().map(|t| self.one(t)).collect())
+    }
+
+    fn is_fallback(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cos(a: &[f32], b: &[f32]) -> f32 {
+        a.iter().zip(b).map(|(x, y)| x * y).sum()
+    }
+
+    #[test]
+    fn shared_words_score_higher_and_vectors_are_stable_unit_vectors() {
+        let l = Lexical::default();
+        let v = l
+            .embed(&[
+                "nginx returns 504 on long uploads",
+                "Why does NGINX time out (504) on uploads?",
+                "a recipe for banana bread",
+            ])
+            .unwrap();
+        assert!((cos(&v[0], &v[0]) - 1.0).abs() < 1e-5);
+        assert!(cos(&v[0], &v[1]) > cos(&v[0], &v[2]) + 0.2);
+        assert_eq!(
+            v[0],
+            l.embed(&["nginx returns 504 on long uploads"]).unwrap()[0]
+        );
+        assert!(l.is_fallback());
+    }
+}

@@ -1,0 +1,242 @@
+//! [`Index`]: one store and one embedder, and search over them — semantic,
+//! keyword (BM25), recent, and hybrid (dense + BM25 fused by reciprocal rank,
+//! with an optional recency boost), over one or several weighted queries,
+//! deduplicated by chunk id keeping the best score.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{ChunkRecord, Embedder, Filter, Hit, IndexError, Indexer, Store};
+
+/// How a search ranks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Dense + BM25, fused.
+    #[default]
+    Hybrid,
+    Semantic,
+    Keyword,
+    /// Newest first; queries are ignored.
+    Recent,
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "hybrid" => Ok(Self::Hybrid),
+            "semantic" => Ok(Self::Semantic),
+            "keyword" => Ok(Self::Keyword),
+            "recent" => Ok(Self::Recent),
+            other => Err(format!(
+                "unknown mode `{other}` (hybrid, semantic, keyword, recent)"
+            )),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WeightedQuery {
+    pub text: String,
+    #[serde(default = "one")]
+    pub weight: f32,
+}
+
+fn one() -> f32 {
+    1.0
+}
+
+fn ten() -> usize {
+    10
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchRequest {
+    #[serde(default)]
+    pub queries: Vec<WeightedQuery>,
+    #[serde(default)]
+    pub mode: Mode,
+    #[serde(default)]
+    pub filter: Filter,
+    #[serde(default = "ten")]
+    pub k: usize,
+    /// Hybrid only: newer chunks get up to this much more fused score (a
+    /// chunk `recency_half_life_days` old gets half of it). 0 = off.
+    #[serde(default)]
+    pub recency_boost: f32,
+    #[serde(default = "half_life")]
+    pub recency_half_life_days: f32,
+}
+
+fn half_life() -> f32 {
+    30.0
+}
+
+impl SearchRequest {
+    pub fn new(query: &str) -> Self {
+        Self {
+            queries: vec![WeightedQuery {
+                text: query.to_string(),
+                weight: 1.0,
+            }],
+            mode: Mode::Hybrid,
+            filter: Filter::default(),
+            k: 10,
+            recency_boost: 0.0,
+            recency_half_life_days: 30.0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SearchResults {
+    pub hits: Vec<Hit>,
+    /// Things the caller should know (a lexical stand-in embedder, a store
+    /// without BM25).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// The standard reciprocal-rank-fusion constant.
+const RRF_K: f32 = 60.0;
+
+pub struct Index {
+    pub store: Arc<dyn Store>,
+    pub embedder: Arc<dyn Embedder>,
+}
+
+impl Index {
+    pub fn new(store: Arc<dyn Store>, embedder: Arc<dyn Embedder>) -> Self {
+        Self { store, embedder }
+    }
+
+    /// Embeds and stores, in batches.
+    fn add(&self, records: &[ChunkRecord]) -> Result<(), IndexError> {
+        for batch in records.chunks(64) {
+            let texts: Vec<&str> = batch.iter().map(|r| r.embed_text.as_str()).collect();
+            let vectors = self.embedder.embed(&texts)?;
+            self.store.upsert(batch, &vectors, self.embedder.id())?;
+        }
+        Ok(())
+    }
+
+    pub fn search(&self, req: &SearchRequest) -> Result<SearchResults, IndexError> {
+        let mut out = SearchResults::default();
+        let k = req.k.clamp(1, 1000);
+        if req.mode == Mode::Recent {
+            out.hits = self.store.recent(k, &req.filter)?;
+            return Ok(out);
+        }
+        let queries: Vec<&WeightedQuery> = req
+            .queries
+            .iter()
+            .filter(|q| !q.text.trim().is_empty() && q.weight > 0.0)
+            .collect();
+        if queries.is_empty() {
+            return Ok(out);
+        }
+        let dense = matches!(req.mode, Mode::Hybrid | Mode::Semantic);
+        let mut keyword = matches!(req.mode, Mode::Hybrid | Mode::Keyword);
+        if dense && self.embedder.is_fallback() {
+            out.warnings.push(format!(
+                "semantic ranking uses `{}`, a lexical stand-in (no embedding model was found); install the model (scripts/setup-model.sh) and run `chatmill reindex`",
+                self.embedder.id()
+            ));
+        }
+        if dense
+            && let Some(m) = self.store.model()?
+            && m != self.embedder.id()
+        {
+            out.warnings.push(format!(
+                "the index was embedded with `{m}` but queries use `{}`; run `chatmill reindex`",
+                self.embedder.id()
+            ));
+        }
+        // Each ranked list, with the weight of the query it came from.
+        let depth = (k * 4).max(40);
+        let mut lists: Vec<(f32, Vec<Hit>)> = Vec::new();
+        if dense {
+            let texts: Vec<&str> = queries.iter().map(|q| q.text.as_str()).collect();
+            let vectors = self.embedder.embed(&texts)?;
+            for (q, v) in queries.iter().zip(&vectors) {
+                lists.push((q.weight, self.store.knn(v, depth, &req.filter)?));
+            }
+        }
+        if keyword {
+            for q in &queries {
+                match self.store.keyword(&q.text, depth, &req.filter) {
+                    Ok(hits) => lists.push((q.weight, hits)),
+                    Err(IndexError::Unsupported { store, .. }) => {
+                        out.warnings.push(format!(
+                            "`{store}` has no keyword index; dense ranking only"
+                        ));
+                        keyword = false;
+                        break;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        let fuse = lists.len() > 1 || (dense && keyword);
+        let mut best: HashMap<String, Hit> = HashMap::new();
+        for (weight, hits) in lists {
+            for (rank, mut h) in hits.into_iter().enumerate() {
+                let s = if fuse {
+                    weight / (RRF_K + rank as f32 + 1.0)
+                } else {
+                    h.score * weight
+                };
+                match best.get_mut(&h.chunk_id) {
+                    // Fused lists add up; a single list keeps the best.
+                    Some(e) if fuse => e.score += s,
+                    Some(e) => e.score = e.score.max(s),
+                    None => {
+                        h.score = s;
+                        best.insert(h.chunk_id.clone(), h);
+                    }
+                }
+            }
+        }
+        let mut hits: Vec<Hit> = best.into_values().collect();
+        if req.recency_boost > 0.0 && req.mode == Mode::Hybrid && !hits.is_empty() {
+            let newest = hits.iter().map(|h| h.meta.timestamp).max().unwrap_or(0);
+            let half = (req.recency_half_life_days.max(0.01) * 86_400.0) as f64;
+            let top = hits.iter().map(|h| h.score).fold(0.0f32, f32::max);
+            for h in &mut hits {
+                let age = (newest - h.meta.timestamp).max(0) as f64;
+                let decay = 0.5f64.powf(age / half) as f32;
+                h.score += req.recency_boost * top * decay;
+            }
+        }
+        hits.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| a.chunk_id.cmp(&b.chunk_id))
+        });
+        hits.truncate(k);
+        out.hits = hits;
+        Ok(out)
+    }
+}
+
+impl Indexer for Index {
+    fn index(&self, records: &[ChunkRecord]) -> Result<(), IndexError> {
+        self.add(records)
+    }
+
+    fn remove(&self, chunk_ids: &[String]) -> Result<(), IndexError> {
+        self.store.delete(chunk_ids)
+    }
+
+    fn ids(&self) -> Result<BTreeSet<String>, IndexError> {
+        self.store.ids()
+    }
+
+    fn count(&self) -> Result<u64, IndexError> {
+        self.store.count()
+    }
+}
