@@ -9,4 +9,5 @@ mod examples;
 mod import;
 mod normalization;
 mod reliability;
+mod search;
 mod third_party;

@@ -79,6 +79,13 @@ pub struct LimitArgs {
 pub enum Command {
     /// Import exports into chunk files (default input: `ROOT/raw`).
     Import(ImportArgs),
+    /// Search the index (hybrid by default).
+    Search(SearchArgs),
+    /// Rebuild the index from the chunk files (the source of truth).
+    Reindex {
+        #[arg(long)]
+        json: bool,
+    },
     /// Check chunk files, manifest and index agree (`--repair` re-derives
     /// the manifest and index from the chunk files).
     Verify(VerifyArgs),
@@ -112,6 +119,46 @@ pub struct ImportArgs {
     /// Print the processing summary as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Write chunk files and the manifest only; leave the index alone.
+    #[arg(long)]
+    pub no_index: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// What to look for; several queries are fused (`--weight` per query).
+    pub queries: Vec<String>,
+    /// Weight of each query, in order (default 1).
+    #[arg(long = "weight", value_name = "W")]
+    pub weights: Vec<f32>,
+    /// hybrid (default), semantic, keyword or recent.
+    #[arg(long, default_value = "hybrid")]
+    pub mode: chatmill_index::Mode,
+    /// How many results.
+    #[arg(short, long, default_value_t = 10)]
+    pub k: usize,
+    #[arg(long, value_name = "ID")]
+    pub agent: Option<String>,
+    /// chatgpt, claude, gemini, claude-code, local or api.
+    #[arg(long)]
+    pub platform: Option<String>,
+    /// Only chunks at or after this time (RFC 3339 or YYYY-MM-DD).
+    #[arg(long, value_name = "TIME")]
+    pub since: Option<String>,
+    /// Only chunks at or before this time (RFC 3339 or YYYY-MM-DD).
+    #[arg(long, value_name = "TIME")]
+    pub until: Option<String>,
+    #[arg(long, value_name = "ID")]
+    pub conversation: Option<String>,
+    /// Favour newer chunks (hybrid): 0 (off) to about 1.
+    #[arg(long, default_value_t = 0.0)]
+    pub recency_boost: f32,
+    /// Print JSON.
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
+    /// `context`: numbered entries with provenance, ready for a prompt.
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<String>,
 }
 
 #[derive(Debug, Args)]

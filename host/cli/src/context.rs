@@ -25,6 +25,9 @@ pub struct Config {
     pub root: Option<PathBuf>,
 }
 
+/// Where the embedded index lives under the root.
+pub const INDEX_FILE: &str = ".chatmill/index.sqlite3";
+
 fn project_dirs() -> Option<directories::ProjectDirs> {
     directories::ProjectDirs::from("", "", "chatmill")
 }
@@ -143,5 +146,20 @@ impl Context {
             render::warning(&format!("skipping an installed adapter: {f}{hint}"));
         }
         Ok(set)
+    }
+}
+
+impl Context {
+    /// The index: the embedded store under the root, with the embedder.
+    pub fn index(&self) -> Result<chatmill_index::Index, CliError> {
+        let store =
+            chatmill_index::SqliteStore::open(&self.root.join(INDEX_FILE)).map_err(|e| {
+                let hint = e.hint();
+                CliError::failed(e, hint)
+            })?;
+        Ok(chatmill_index::Index::new(
+            std::sync::Arc::new(store),
+            std::sync::Arc::new(chatmill_index::Lexical::default()),
+        ))
     }
 }

@@ -59,11 +59,16 @@ pub fn run(ctx: &Context, args: ImportArgs) -> Result<ExitCode, CliError> {
             tracing::info!("[{}/{of}] {name}", index + 1);
         }
     };
+    let index = if args.no_index {
+        None
+    } else {
+        Some(ctx.index()?)
+    };
     let svc = Services {
         runtime: &ctx.runtime,
         adapters: &set,
         header: &ExtractiveWriter,
-        indexer: None,
+        indexer: index.as_ref().map(|i| i as &dyn chatmill_index::Indexer),
     };
     let result = import::run(&svc, &opts, &mut progress);
     if let Some(bar) = &bar {

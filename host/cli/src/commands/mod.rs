@@ -3,6 +3,7 @@
 mod adapters;
 mod import;
 mod parse;
+mod search;
 mod verify;
 
 use std::process::ExitCode;
@@ -17,6 +18,8 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Import(args) => import::run(&ctx, args),
         Command::Parse(args) => parse::run(&ctx, args),
         Command::Verify(args) => verify::run(&ctx, args),
+        Command::Search(args) => search::run(&ctx, args),
+        Command::Reindex { json } => search::reindex(&ctx, json),
         Command::Adapters(cmd) => adapters::run(&ctx, cmd),
     }
 }

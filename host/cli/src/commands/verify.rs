@@ -20,7 +20,8 @@ pub fn run(ctx: &Context, args: VerifyArgs) -> Result<ExitCode, CliError> {
             ),
         ));
     }
-    let report = verify::run(&ctx.root, None, args.repair).map_err(|e| {
+    let index = ctx.index()?;
+    let report = verify::run(&ctx.root, Some(&index), args.repair).map_err(|e| {
         CliError::failed(
             anyhow::anyhow!("cannot verify `{}`: {e}", ctx.root.display()),
             None,

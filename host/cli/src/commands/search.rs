@@ -1,0 +1,195 @@
+//! `chatmill search` and `chatmill reindex`.
+
+#![allow(clippy::print_stdout, reason = "the command's output is stdout")]
+
+use std::process::ExitCode;
+
+use chatmill_index::{Filter, Indexer, SearchRequest, SearchResults, WeightedQuery};
+use chatmill_pipeline::record::index_record;
+use chatmill_pipeline::verify;
+use chrono::{DateTime, NaiveDate, Utc};
+
+use crate::cli::SearchArgs;
+use crate::context::Context;
+use crate::render::CliError;
+
+/// RFC 3339, or a date (midnight UTC; the end of the day for `--until`).
+fn parse_time(flag: &str, s: &str, end_of_day: bool) -> Result<i64, CliError> {
+    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
+        return Ok(t.timestamp());
+    }
+    if let Ok(d) = NaiveDate::parse_from_str(s, "%Y-%m-%d") {
+        let t = if end_of_day {
+            d.and_hms_opt(23, 59, 59)
+        } else {
+            d.and_hms_opt(0, 0, 0)
+        };
+        return Ok(t.map_or(0, |t| t.and_utc().timestamp()));
+    }
+    Err(CliError::usage(
+        anyhow::anyhow!("`--{flag} {s}` is not a time"),
+        Some("use RFC 3339 (2025-03-31T14:00:00Z) or a date (2025-03-31)".into()),
+    ))
+}
+
+pub fn request(args: &SearchArgs) -> Result<SearchRequest, CliError> {
+    if args.queries.is_empty() && args.mode != chatmill_index::Mode::Recent {
+        return Err(CliError::usage(
+            anyhow::anyhow!("no query given"),
+            Some("`chatmill search \"what did I decide about X\"`, or `--mode recent`".into()),
+        ));
+    }
+    Ok(SearchRequest {
+        queries: args
+            .queries
+            .iter()
+            .enumerate()
+            .map(|(i, q)| WeightedQuery {
+                text: q.clone(),
+                weight: args.weights.get(i).copied().unwrap_or(1.0),
+            })
+            .collect(),
+        mode: args.mode,
+        filter: Filter {
+            agent_id: args.agent.clone(),
+            platform: args.platform.clone(),
+            since: args
+                .since
+                .as_deref()
+                .map(|s| parse_time("since", s, false))
+                .transpose()?,
+            until: args
+                .until
+                .as_deref()
+                .map(|s| parse_time("until", s, true))
+                .transpose()?,
+            conversation_id: args.conversation.clone(),
+        },
+        k: args.k,
+        recency_boost: args.recency_boost,
+        recency_half_life_days: 30.0,
+    })
+}
+
+fn date(ts: i64) -> String {
+    DateTime::<Utc>::from_timestamp(ts, 0)
+        .map_or_else(String::new, |t| t.format("%Y-%m-%d").to_string())
+}
+
+/// The exchange part of a chunk file (what goes into a prompt).
+fn exchange(doc: &str) -> &str {
+    doc.split_once("\n## Exchange\n")
+        .map_or(doc, |(_, e)| e.trim())
+}
+
+fn context_block(ctx: &Context, r: &SearchResults) -> String {
+    let mut out = String::new();
+    for (i, h) in r.hits.iter().enumerate() {
+        out.push_str(&format!(
+            "[{}] {} · {} · {}\nsource: {}\n\n{}\n\n",
+            i + 1,
+            h.meta.title.as_deref().unwrap_or("(untitled)"),
+            h.meta.platform,
+            date(h.meta.timestamp),
+            ctx.root.join(&h.meta.path).display(),
+            exchange(&h.document)
+        ));
+    }
+    out
+}
+
+pub fn run(ctx: &Context, args: SearchArgs) -> Result<ExitCode, CliError> {
+    let req = request(&args)?;
+    if let Some(f) = &args.format
+        && f != "context"
+    {
+        return Err(CliError::usage(
+            anyhow::anyhow!("unknown format `{f}`"),
+            Some("`--format context` or `--json`".into()),
+        ));
+    }
+    let index = ctx.index()?;
+    let results = index.search(&req).map_err(|e| {
+        let hint = e.hint();
+        CliError::failed(e, hint)
+    })?;
+    for w in &results.warnings {
+        crate::render::warning(w);
+    }
+    if args.json {
+        let s = serde_json::to_string_pretty(&results).map_err(|e| CliError::failed(e, None))?;
+        println!("{s}");
+    } else if args.format.is_some() {
+        print!("{}", context_block(ctx, &results));
+    } else if results.hits.is_empty() {
+        println!("no results");
+    } else {
+        for (i, h) in results.hits.iter().enumerate() {
+            println!(
+                "{:>2}. {:.4}  {}  {:<11} {}  [{}]",
+                i + 1,
+                h.score,
+                date(h.meta.timestamp),
+                h.meta.platform,
+                h.meta.title.as_deref().unwrap_or("(untitled)"),
+                h.meta.topics.join(", ")
+            );
+            println!("    {}", ctx.root.join(&h.meta.path).display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn reindex(ctx: &Context, json: bool) -> Result<ExitCode, CliError> {
+    let index = ctx.index()?;
+    let mut problems = Vec::new();
+    let chunks = verify::scan(&ctx.root, &mut problems).map_err(|e| CliError::failed(e, None))?;
+    let on_disk: std::collections::BTreeSet<&str> = chunks
+        .iter()
+        .map(|s| s.doc.frontmatter.chunk_id.as_str())
+        .collect();
+    let fail = |e: chatmill_index::IndexError| {
+        let hint = e.hint();
+        CliError::failed(e, hint)
+    };
+    let stale: Vec<String> = index
+        .ids()
+        .map_err(fail)?
+        .into_iter()
+        .filter(|id| !on_disk.contains(id.as_str()))
+        .collect();
+    index.remove(&stale).map_err(fail)?;
+    // Everything again, embedded with the current model: a model change
+    // needs every vector redone (replacing the store's vectors wholesale
+    // keeps dimensions consistent).
+    let all: Vec<String> = index.ids().map_err(fail)?.into_iter().collect();
+    index.remove(&all).map_err(fail)?;
+    let records: Vec<_> = chunks
+        .iter()
+        .map(|s| index_record(&s.doc, &s.text, &s.rel))
+        .collect();
+    for batch in records.chunks(256) {
+        index.index(batch).map_err(fail)?;
+    }
+    let total = index.count().map_err(fail)?;
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({"indexed": records.len(), "removed": stale.len(), "index_total": total, "unreadable": problems.len()})
+        );
+    } else {
+        println!(
+            "indexed {} chunks ({} stale entries removed); {total} in the index",
+            records.len(),
+            stale.len()
+        );
+        for p in &problems {
+            crate::render::warning(&format!("{}: {}", p.subject, p.message));
+        }
+    }
+    Ok(if problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
