@@ -10,4 +10,5 @@ mod import;
 mod normalization;
 mod reliability;
 mod search;
+mod serve;
 mod third_party;

@@ -79,6 +79,16 @@ pub struct LimitArgs {
 pub enum Command {
     /// Import exports into chunk files (default input: `ROOT/raw`).
     Import(ImportArgs),
+    /// Inline mode: serve turns and searches on a local socket.
+    Serve(ServeArgs),
+    /// Send one finished exchange to a running server (flags, or JSON on
+    /// stdin with `--json-stdin`).
+    Turn(TurnArgs),
+    /// Ask the header model for the headers still queued for backfill.
+    Backfill {
+        #[arg(long)]
+        json: bool,
+    },
     /// Search the index (hybrid by default).
     Search(SearchArgs),
     /// Rebuild the index from the chunk files (the source of truth).
@@ -191,4 +201,49 @@ pub enum AdaptersCommand {
     },
     /// Show how every adapter scores a file (which adapter would be chosen).
     Sniff { file: PathBuf },
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The Unix socket (default: `$XDG_RUNTIME_DIR/chatmill/<root-hash>.sock`,
+    /// else `ROOT/.chatmill/chatmill.sock`).
+    #[arg(long, env = "CHATMILL_SOCKET", value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+    /// Also listen on this TCP address (loopback only unless
+    /// `--allow-remote`); clients `auth` with `--token`.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<std::net::SocketAddr>,
+    #[arg(long)]
+    pub allow_remote: bool,
+    #[arg(long, env = "CHATMILL_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Longest request line, bytes.
+    #[arg(long, default_value_t = 16 << 20)]
+    pub max_line: usize,
+    /// Print the socket path on stdout once listening (for scripts).
+    #[arg(long)]
+    pub print_socket: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TurnArgs {
+    #[arg(long, env = "CHATMILL_SOCKET", value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+    /// Read the turn as JSON (the `turn` method's params) from stdin.
+    #[arg(long, conflicts_with_all = ["session", "user", "assistant"])]
+    pub json_stdin: bool,
+    #[arg(long, required_unless_present = "json_stdin")]
+    pub session: Option<String>,
+    #[arg(long, required_unless_present = "json_stdin")]
+    pub turn: Option<u32>,
+    #[arg(long, required_unless_present = "json_stdin")]
+    pub user: Option<String>,
+    #[arg(long, required_unless_present = "json_stdin")]
+    pub assistant: Option<String>,
+    #[arg(long)]
+    pub model: Option<String>,
+    #[arg(long)]
+    pub agent: Option<String>,
+    #[arg(long)]
+    pub title: Option<String>,
 }

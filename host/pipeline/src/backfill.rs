@@ -39,16 +39,6 @@ pub enum BackfillError {
     Queue { path: PathBuf, message: String },
 }
 
-/// What one drain did.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Drained {
-    pub rewritten: u32,
-    /// Still waiting (the model failed again, or was not asked).
-    pub remaining: u32,
-    /// Entries whose chunk file is gone or no longer parses (dropped).
-    pub dropped: u32,
-}
-
 impl Queue {
     pub fn load(root: &Path) -> Result<Self, BackfillError> {
         let path = root.join(QUEUE_FILE);
@@ -100,59 +90,70 @@ impl Queue {
         }
     }
 
-    /// Asks `writer` for the real header of up to `max` queued chunks;
-    /// rewrites and re-indexes those it answers. Saves the queue.
-    pub fn drain(
-        &mut self,
-        root: &Path,
-        writer: &dyn HeaderWriter,
-        indexer: Option<&dyn Indexer>,
-        max: usize,
-    ) -> Result<Drained, BackfillError> {
-        let mut out = Drained::default();
-        let mut keep = Vec::new();
-        for (i, mut entry) in std::mem::take(&mut self.entries).into_iter().enumerate() {
-            if i >= max {
-                keep.push(entry);
-                continue;
-            }
-            match rewrite(root, &entry, writer, indexer) {
-                Outcome::Done => out.rewritten += 1,
-                Outcome::Gone => out.dropped += 1,
-                Outcome::Again => {
-                    entry.attempts += 1;
-                    keep.push(entry);
-                }
-            }
-        }
-        self.entries = keep;
-        out.remaining = self.entries.len() as u32;
-        self.save()?;
-        Ok(out)
+    /// Adds a chunk to the queue file (caller holds the root lock).
+    pub fn push_persisted(root: &Path, chunk_id: &str, path: &str) -> Result<(), BackfillError> {
+        let mut q = Self::load(root)?;
+        q.push(chunk_id, path);
+        q.save()
     }
 }
 
-enum Outcome {
-    Done,
+/// Takes one queued chunk, asks `writer` for its real header — without the
+/// root lock, since a model call is slow and turns must not wait for it —
+/// then, under the lock, rewrites the chunk file atomically, re-indexes it
+/// (same chunk id) and removes it from the queue. Returns `None` when the
+/// queue is empty.
+pub fn step(
+    root: &Path,
+    writer: &dyn HeaderWriter,
+    indexer: Option<&dyn Indexer>,
+    lock_timeout: std::time::Duration,
+    skip: &std::collections::HashSet<String>,
+) -> Result<Option<(String, bool)>, BackfillError> {
+    let lock_err = |e: crate::lock::LockError| BackfillError::Queue {
+        path: root.join(QUEUE_FILE),
+        message: e.to_string(),
+    };
+    let entry = {
+        let _lock = crate::lock::RootLock::acquire(root, lock_timeout).map_err(lock_err)?;
+        let q = Queue::load(root)?;
+        match q.entries.into_iter().find(|e| !skip.contains(&e.chunk_id)) {
+            Some(e) => e,
+            None => return Ok(None),
+        }
+    };
+    let asked = ask(root, &entry, writer);
+    let _lock = crate::lock::RootLock::acquire(root, lock_timeout).map_err(lock_err)?;
+    let mut q = Queue::load(root)?;
+    let done = match asked {
+        Asked::Gone => true,
+        Asked::Again => false,
+        Asked::Header(header) => apply(root, &entry, header, indexer),
+    };
+    if done {
+        q.entries.retain(|e| e.chunk_id != entry.chunk_id);
+    } else if let Some(e) = q.entries.iter_mut().find(|e| e.chunk_id == entry.chunk_id) {
+        e.attempts += 1;
+    }
+    q.save()?;
+    Ok(Some((entry.chunk_id, done)))
+}
+
+enum Asked {
+    Header(crate::header::Header),
     Again,
     Gone,
 }
 
-fn rewrite(
-    root: &Path,
-    entry: &Entry,
-    writer: &dyn HeaderWriter,
-    indexer: Option<&dyn Indexer>,
-) -> Outcome {
-    let path = root.join(&entry.path);
-    let Ok(text) = fs_err::read_to_string(&path) else {
-        return Outcome::Gone;
+fn ask(root: &Path, entry: &Entry, writer: &dyn HeaderWriter) -> Asked {
+    let Ok(text) = fs_err::read_to_string(root.join(&entry.path)) else {
+        return Asked::Gone;
     };
-    let Ok(mut doc) = ChunkDoc::parse(&text) else {
-        return Outcome::Gone;
+    let Ok(doc) = ChunkDoc::parse(&text) else {
+        return Asked::Gone;
     };
     if doc.frontmatter.chunk_id != entry.chunk_id {
-        return Outcome::Gone;
+        return Asked::Gone;
     }
     let user: Vec<&str> = doc.exchanges.iter().map(|e| e.user.as_str()).collect();
     let assistant: Vec<&str> = doc.exchanges.iter().map(|e| e.assistant.as_str()).collect();
@@ -160,7 +161,7 @@ fn rewrite(
     let date = chrono::DateTime::parse_from_rfc3339(&doc.frontmatter.timestamp)
         .ok()
         .map(|d| d.to_utc());
-    let header = writer.write(&HeaderInput {
+    match writer.write(&HeaderInput {
         platform: &doc.frontmatter.source_platform,
         title: doc.frontmatter.conversation_title.as_deref(),
         date,
@@ -169,28 +170,44 @@ fn rewrite(
         turn_range: &doc.frontmatter.turn_range,
         total_pairs: 0,
         previous: None,
-    });
-    let header = match header {
-        Ok(h) if !h.backfill => h,
-        _ => return Outcome::Again,
+    }) {
+        Ok(h) if !h.backfill => Asked::Header(h),
+        _ => Asked::Again,
+    }
+}
+
+/// Rewrites the chunk with `header` (re-reading it: it is the current file
+/// that gets the header) and re-indexes it.
+fn apply(
+    root: &Path,
+    entry: &Entry,
+    header: crate::header::Header,
+    indexer: Option<&dyn Indexer>,
+) -> bool {
+    let path = root.join(&entry.path);
+    let Ok(text) = fs_err::read_to_string(&path) else {
+        return true;
+    };
+    let Ok(mut doc) = ChunkDoc::parse(&text) else {
+        return true;
     };
     doc.context = header.context;
     doc.frontmatter.topics = header.topics;
     doc.frontmatter.extra.remove(HEADER_STATUS);
     let Ok(new_text) = doc.to_markdown() else {
-        return Outcome::Again;
+        return false;
     };
     if crate::atomic::write_durable(&path, new_text.as_bytes()).is_err() {
-        return Outcome::Again;
+        return false;
     }
     if let Some(ix) = indexer
         && ix
             .index(&[index_record(&doc, &new_text, &entry.path)])
             .is_err()
     {
-        // The file has its header; `chatmill verify --repair` / the next
-        // import bring the index along. Not worth another model call.
+        // The file has its header; the next import or `chatmill verify
+        // --repair` brings the index along. Not worth another model call.
         tracing::warn!("backfilled `{}` but could not re-index it", entry.chunk_id);
     }
-    Outcome::Done
+    true
 }

@@ -129,7 +129,6 @@ pub struct InlineWriter {
     /// (an import) changed it when these differ.
     manifest_stamp: Option<(std::time::SystemTime, u64)>,
     sessions: HashMap<String, Session>,
-    backfill: Queue,
     lock_timeout: Duration,
 }
 
@@ -156,14 +155,8 @@ impl InlineWriter {
             manifest: Manifest::load(&manifest_path)?,
             manifest_stamp: stamp(&manifest_path),
             sessions: HashMap::new(),
-            backfill: Queue::load(root)?,
             lock_timeout: Duration::from_millis(1500),
         })
-    }
-
-    /// Chunks waiting for their real header.
-    pub fn backfill_queue(&mut self) -> &mut Queue {
-        &mut self.backfill
     }
 
     pub fn root(&self) -> &Path {
@@ -326,8 +319,7 @@ impl InlineWriter {
         self.manifest_stamp = stamp(&manifest_path);
         let header_pending = written.as_ref().is_some_and(|w| w.header_pending);
         if let Some(w) = written.as_ref().filter(|w| w.header_pending) {
-            self.backfill.push(&w.chunk_id, &w.record.meta.path);
-            self.backfill.save()?;
+            Queue::push_persisted(&self.root, &w.chunk_id, &w.record.meta.path)?;
         }
         Ok(match written {
             Some(w) => Ack {

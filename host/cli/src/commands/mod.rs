@@ -4,6 +4,7 @@ mod adapters;
 mod import;
 mod parse;
 mod search;
+mod serve;
 mod verify;
 
 use std::process::ExitCode;
@@ -19,6 +20,9 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Parse(args) => parse::run(&ctx, args),
         Command::Verify(args) => verify::run(&ctx, args),
         Command::Search(args) => search::run(&ctx, args),
+        Command::Serve(args) => serve::run(&ctx, args),
+        Command::Turn(args) => serve::turn(&ctx, args),
+        Command::Backfill { json } => serve::backfill(&ctx, json),
         Command::Reindex { json } => search::reindex(&ctx, json),
         Command::Adapters(cmd) => adapters::run(&ctx, cmd),
     }

@@ -1,0 +1,300 @@
+//! `chatmill serve` end to end: turns over the socket are searchable at
+//! once, idempotent, and never duplicated by a later batch import of the
+//! raw logs; many concurrent clients lose nothing; garbage, a 100 MB line,
+//! half-written requests and 1,000 idle connections leave the server
+//! answering others; SIGTERM exits 0; a stale socket is replaced, a live
+//! one is not stolen.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+struct Server {
+    child: Child,
+    socket: PathBuf,
+}
+
+impl Server {
+    fn start(env: &Env, root: &Path, socket: &Path) -> Self {
+        let child = env
+            .cmd()
+            .args(["--root", root.to_str().unwrap(), "serve", "--socket"])
+            .arg(socket)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while UnixStream::connect(socket).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "server did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Self {
+            child,
+            socket: socket.to_path_buf(),
+        }
+    }
+
+    fn client(&self) -> Conn {
+        Conn::new(UnixStream::connect(&self.socket).unwrap())
+    }
+
+    /// SIGTERM, and the exit status.
+    fn stop(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap();
+        let status = self.child.wait().unwrap();
+        self.child.stderr.take();
+        status
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+struct Conn {
+    r: BufReader<UnixStream>,
+    w: UnixStream,
+    id: u64,
+}
+
+impl Conn {
+    fn new(s: UnixStream) -> Self {
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        Self {
+            r: BufReader::new(s.try_clone().unwrap()),
+            w: s,
+            id: 0,
+        }
+    }
+
+    fn raw(&mut self, line: &[u8]) -> Value {
+        self.w.write_all(line).unwrap();
+        self.w.write_all(b"\n").unwrap();
+        let mut answer = String::new();
+        self.r.read_line(&mut answer).unwrap();
+        serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{e}: {answer}"))
+    }
+
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        self.id += 1;
+        let req = json!({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params});
+        let v = self.raw(req.to_string().as_bytes());
+        assert_eq!(v["id"], self.id, "{v}");
+        v
+    }
+}
+
+fn turn(session: &str, i: u32, user: &str) -> Value {
+    json!({
+        "session_id": session,
+        "turn_index": i,
+        "user": user,
+        "assistant": format!("Here is what to do about it (answer {i})."),
+        "model": "test-model",
+        "agent_id": "agent-7",
+    })
+}
+
+#[test]
+fn turns_are_searchable_at_once_idempotent_and_not_reimported() {
+    let env = Env::new();
+    let root = env.path("root");
+    let server = Server::start(&env, &root, &env.path("s.sock"));
+    let mut c = server.client();
+
+    let a = c.call(
+        "turn",
+        turn(
+            "sess-1",
+            1,
+            "How do I stop nginx returning 504 on long uploads?",
+        ),
+    );
+    let ack = &a["result"];
+    assert_eq!(ack["indexed"], true, "{a}");
+    let id = ack["chunk_id"].as_str().unwrap().to_string();
+    let path = PathBuf::from(ack["path"].as_str().unwrap());
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(name.contains("_session-sess-1_pair-001_"), "{name}");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        text.contains("source_platform: local") && text.contains("agent_id: agent-7"),
+        "{text}"
+    );
+
+    // The very next query finds it.
+    let s = c.call(
+        "search",
+        json!({"queries": [{"text": "nginx 504 uploads"}], "k": 3}),
+    );
+    assert_eq!(s["result"]["hits"][0]["chunk_id"], id.as_str(), "{s}");
+    let s = c.call(
+        "search",
+        json!({"mode": "recent", "filter": {"agent_id": "agent-7"}}),
+    );
+    assert_eq!(s["result"]["hits"][0]["chunk_id"], id.as_str(), "{s}");
+
+    // Same turn again: the same chunk, nothing new.
+    let again = c.call(
+        "turn",
+        turn(
+            "sess-1",
+            1,
+            "How do I stop nginx returning 504 on long uploads?",
+        ),
+    );
+    assert_eq!(again["result"]["duplicate"], true, "{again}");
+    assert_eq!(again["result"]["chunk_id"], id.as_str());
+    c.call(
+        "turn",
+        turn(
+            "sess-1",
+            2,
+            "And what about websocket connections timing out?",
+        ),
+    );
+
+    let h = c.call("health", json!({}));
+    assert_eq!(h["result"]["index"]["chunks"], 2, "{h}");
+    assert_eq!(h["result"]["protocol"], "chatmill-inline/1");
+    assert_eq!(server.stop().code(), Some(0), "SIGTERM exits 0");
+
+    // A batch import of the raw logs finds every turn already done.
+    let raw = std::fs::read_to_string(root.join("raw/sess-1.md")).unwrap();
+    assert_eq!(raw.matches("**Turn:**").count(), 2, "{raw}");
+    let import = env.run(&["--root", root.to_str().unwrap(), "import", "--json"]);
+    assert_eq!(import.code, 0, "{import:?}");
+    assert_eq!(import.json()["chunks_written"], 0, "{import:?}");
+    assert_eq!(import.json()["chunks_total"], 2, "{import:?}");
+    let v = env.run(&["--root", root.to_str().unwrap(), "verify"]);
+    assert_eq!(v.code, 0, "{v:?}");
+}
+
+#[test]
+fn concurrent_clients_lose_nothing_and_keep_session_order() {
+    let env = Env::new();
+    let root = env.path("root");
+    let server = Server::start(&env, &root, &env.path("s.sock"));
+    let (clients, turns) = (16u32, 25u32);
+    std::thread::scope(|s| {
+        for c in 0..clients {
+            let server = &server;
+            s.spawn(move || {
+                let mut conn = server.client();
+                for t in 1..=turns {
+                    let r = conn.call(
+                        "turn",
+                        turn(
+                            &format!("load-{c}"),
+                            t,
+                            &format!(
+                                "Client {c} asks question number {t} about caching layer {c}-{t}"
+                            ),
+                        ),
+                    );
+                    assert_eq!(r["result"]["indexed"], true, "{r}");
+                }
+            });
+        }
+    });
+    let mut conn = server.client();
+    let h = conn.call("health", json!({}));
+    assert_eq!(h["result"]["index"]["chunks"], clients * turns, "{h}");
+    for c in 0..clients {
+        let raw = std::fs::read_to_string(root.join(format!("raw/load-{c}.md"))).unwrap();
+        let order: Vec<u32> = raw
+            .lines()
+            .filter_map(|l| l.strip_prefix("**Turn:** "))
+            .map(|n| n.parse().unwrap())
+            .collect();
+        assert_eq!(order, (1..=turns).collect::<Vec<_>>(), "session load-{c}");
+    }
+    drop(conn);
+    assert_eq!(server.stop().code(), Some(0));
+    let v = env.run(&["--root", root.to_str().unwrap(), "verify", "--json"]);
+    assert_eq!(v.code, 0, "{v:?}");
+    assert_eq!(v.json()["chunk_files"], clients * turns);
+}
+
+#[test]
+fn abuse_never_takes_the_server_down() {
+    let env = Env::new();
+    let root = env.path("root");
+    let socket = env.path("s.sock");
+    let server = Server::start(&env, &root, &socket);
+    let mut good = server.client();
+
+    // 1,000 idle connections.
+    let idle: Vec<UnixStream> = (0..1000)
+        .map(|_| UnixStream::connect(&socket).unwrap())
+        .collect();
+    // A half-written request, then gone.
+    {
+        let mut s = UnixStream::connect(&socket).unwrap();
+        s.write_all(br#"{"jsonrpc":"2.0","id":1,"method":"tur"#)
+            .unwrap();
+    }
+    let mut c = server.client();
+    let e = c.raw(b"\x00\xff garbage {{{");
+    assert_eq!(e["error"]["code"], -32700, "{e}");
+    let e = c.raw(br#"{"id": 5}"#);
+    assert_eq!(e["error"]["code"], -32600, "{e}");
+    let e = c.call(
+        "turn",
+        json!({"session_id": "../../etc", "turn_index": 1, "user": "x", "assistant": "y"}),
+    );
+    assert_eq!(e["error"]["code"], -32602, "{e}");
+    let e = c.call("turn", json!({"session_id": "s", "turn_index": "one"}));
+    assert_eq!(e["error"]["code"], -32602, "{e}");
+    // A 100 MB line: refused, and the same connection still works.
+    let big = vec![b'a'; 100 << 20];
+    let e = c.raw(&big);
+    assert_eq!(e["error"]["code"], -32001, "{e}");
+    let ok = c.call("health", json!({}));
+    assert!(ok["result"].is_object(), "{ok}");
+
+    // Others were answered all along.
+    let r = good.call(
+        "turn",
+        turn("after-abuse", 1, "Is the server still answering questions?"),
+    );
+    assert_eq!(r["result"]["indexed"], true, "{r}");
+    drop(idle);
+
+    // A live server is not displaced by a second one.
+    let second = env
+        .cmd()
+        .args(["--root", root.to_str().unwrap(), "serve", "--socket"])
+        .arg(&socket)
+        .output()
+        .unwrap();
+    assert_eq!(second.status.code(), Some(1), "{second:?}");
+    assert!(String::from_utf8_lossy(&second.stderr).contains("already listening"));
+    assert_eq!(server.stop().code(), Some(0));
+
+    // A stale socket file (a crashed server) is replaced.
+    let stale = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    drop(stale); // the file stays, nobody listens
+    assert!(socket.exists());
+    let server = Server::start(&env, &root, &socket);
+    let mut c = server.client();
+    assert!(c.call("health", json!({}))["result"].is_object());
+    assert_eq!(server.stop().code(), Some(0));
+}
