@@ -298,3 +298,38 @@ fn abuse_never_takes_the_server_down() {
     assert!(c.call("health", json!({}))["result"].is_object());
     assert_eq!(server.stop().code(), Some(0));
 }
+
+#[test]
+fn the_python_and_shell_examples_work_against_a_real_server() {
+    let env = Env::new();
+    let root = env.path("root");
+    let socket = env.path("s.sock");
+    let server = Server::start(&env, &root, &socket);
+    let out = std::process::Command::new("python3")
+        .arg(repo_root().join("examples/inline/client.py"))
+        .arg("--socket")
+        .arg(&socket)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 3, "{stdout}");
+    assert_eq!(lines[0]["indexed"], true, "{stdout}");
+    assert_eq!(lines[2]["top"], lines[0]["chunk_id"], "{stdout}");
+
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_chatmill")).parent().unwrap();
+    let out = std::process::Command::new("sh")
+        .arg(repo_root().join("examples/inline/turn.sh"))
+        .arg(&socket)
+        .args(["shell-session", "1", "Which shell quoting rules apply to $HOME in single quotes?", "None: single quotes keep it literal."])
+        .env("PATH", format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default()))
+        .env("CHATMILL_CONFIG", env.path("config.toml"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let ack: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(ack["indexed"], true, "{ack}");
+    assert!(root.join("raw/shell-session.md").exists());
+    assert_eq!(server.stop().code(), Some(0));
+}

@@ -48,6 +48,8 @@ pub struct ServerConfig {
     pub backfill_every: Duration,
     /// Connections served at once (others wait to be accepted).
     pub max_connections: usize,
+    /// Notified to stop (as SIGTERM would): for embedding the server.
+    pub shutdown: Arc<tokio::sync::Notify>,
 }
 
 impl ServerConfig {
@@ -61,6 +63,7 @@ impl ServerConfig {
             max_line: MAX_LINE,
             backfill_every: Duration::from_secs(5),
             max_connections: 4096,
+            shutdown: Arc::new(tokio::sync::Notify::new()),
         }
     }
 }
@@ -248,6 +251,7 @@ pub fn run(
                 p = Arc::clone(&limit).acquire_owned() => p.expect("the semaphore is never closed"),
                 _ = term.recv() => break,
                 _ = tokio::signal::ctrl_c() => break,
+                _ = cfg.shutdown.notified() => break,
             };
             tokio::select! {
                 accepted = unix.accept() => {
@@ -265,6 +269,7 @@ pub fn run(
                 }
                 _ = term.recv() => break,
                 _ = tokio::signal::ctrl_c() => break,
+                _ = cfg.shutdown.notified() => break,
             }
             while tasks.try_join_next().is_some() {}
         }

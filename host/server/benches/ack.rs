@@ -1,0 +1,133 @@
+//! Ack latency of `turn` (p50/p95/p99/max) against an in-process server on
+//! a Unix socket with the embedded index: with the built-in header writer,
+//! and with a header model slower than its deadline (a writer that takes
+//! 3 s behind a 1.5 s deadline: the turn is acked with a stand-in header and
+//! queued for backfill).
+//!
+//! `cargo bench -p chatmill-server --bench ack`
+//! (`CHATMILL_BENCH_TURNS`, `CHATMILL_BENCH_CLIENTS`)
+
+#![allow(clippy::print_stdout, reason = "a benchmark prints its numbers")]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chatmill_index::{Index, Lexical, SqliteStore};
+use chatmill_pipeline::header::{
+    Deadline, ExtractiveWriter, Header, HeaderError, HeaderInput, HeaderWriter,
+};
+use chatmill_server::client::Client;
+use chatmill_server::{ServerConfig, Services};
+use serde_json::json;
+
+/// A header model that always answers too late.
+struct Slow(Duration);
+
+impl HeaderWriter for Slow {
+    fn write(&self, input: &HeaderInput<'_>) -> Result<Header, HeaderError> {
+        std::thread::sleep(self.0);
+        ExtractiveWriter.write(input)
+    }
+}
+
+fn pct(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn run(label: &str, header: Arc<dyn HeaderWriter>, clients: usize, turns: usize) {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp dir");
+    let root = dir.path().join("root");
+    let socket = dir.path().join("s.sock");
+    let store = SqliteStore::open(&root.join(".chatmill/index.sqlite3")).expect("store");
+    let index = Arc::new(Index::new(Arc::new(store), Arc::new(Lexical::default())));
+    let cfg = ServerConfig::new(&root, &socket);
+    let shutdown = Arc::clone(&cfg.shutdown);
+    let services = Services {
+        index: Some(index),
+        header,
+        backfill: None,
+        adapters: vec![],
+        version: "bench".into(),
+    };
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let server = std::thread::spawn(move || {
+        chatmill_server::run(cfg, services, move |_| {
+            let _ = ready_tx.send(());
+        })
+    });
+    ready_rx.recv().expect("server ready");
+    let started = Instant::now();
+    let mut all: Vec<Duration> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..clients)
+            .map(|c| {
+                let socket = &socket;
+                s.spawn(move || {
+                    let mut client = Client::unix(socket).expect("connect");
+                    let mut lat = Vec::with_capacity(turns);
+                    for t in 1..=turns {
+                        let params = json!({
+                            "session_id": format!("bench-{c}"),
+                            "turn_index": t,
+                            "user": format!("Client {c}, turn {t}: how should the cache invalidate entry {t} after a schema migration?"),
+                            "assistant": "Version the keys with the schema hash, then let old entries expire. ".repeat(6),
+                        });
+                        let t0 = Instant::now();
+                        client.call("turn", params).expect("turn acked");
+                        lat.push(t0.elapsed());
+                    }
+                    lat
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("client"))
+            .collect()
+    });
+    let wall = started.elapsed();
+    shutdown.notify_one();
+    server.join().expect("server thread").expect("server ran");
+    all.sort();
+    println!(
+        "{label:<44} {:>5} turns ({clients} clients)  p50 {:>7.2?}  p95 {:>7.2?}  p99 {:>7.2?}  max {:>7.2?}  {:>6.0} turns/s",
+        all.len(),
+        pct(&all, 0.50),
+        pct(&all, 0.95),
+        pct(&all, 0.99),
+        all[all.len() - 1],
+        all.len() as f64 / wall.as_secs_f64()
+    );
+}
+
+fn main() {
+    let turns: usize = std::env::var("CHATMILL_BENCH_TURNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
+    let clients: usize = std::env::var("CHATMILL_BENCH_CLIENTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(4);
+    run(
+        "built-in header writer, 1 client",
+        Arc::new(ExtractiveWriter),
+        1,
+        turns,
+    );
+    run(
+        &format!("built-in header writer, {clients} clients"),
+        Arc::new(ExtractiveWriter),
+        clients,
+        turns / clients.max(1),
+    );
+    let slow = Deadline {
+        inner: Arc::new(Slow(Duration::from_secs(3))),
+        deadline: Duration::from_millis(1500),
+    };
+    run(
+        "3 s header model behind a 1.5 s deadline",
+        Arc::new(slow),
+        1,
+        (turns / 20).max(5),
+    );
+}
