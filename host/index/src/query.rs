@@ -143,7 +143,7 @@ impl Index {
         let mut keyword = matches!(req.mode, Mode::Hybrid | Mode::Keyword);
         if dense && self.embedder.is_fallback() {
             out.warnings.push(format!(
-                "semantic ranking uses `{}`, a lexical stand-in (no embedding model was found); install the model (scripts/setup-model.sh) and run `chatmill reindex`",
+                "semantic ranking uses `{}`, a lexical stand-in that matches shared words, not meaning (no embedding model is configured)",
                 self.embedder.id()
             ));
         }
