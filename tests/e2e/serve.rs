@@ -313,7 +313,10 @@ fn the_python_and_shell_examples_work_against_a_real_server() {
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     let stdout = String::from_utf8(out.stdout).unwrap();
-    let lines: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(lines.len(), 3, "{stdout}");
     assert_eq!(lines[0]["indexed"], true, "{stdout}");
     assert_eq!(lines[2]["top"], lines[0]["chunk_id"], "{stdout}");
@@ -322,8 +325,20 @@ fn the_python_and_shell_examples_work_against_a_real_server() {
     let out = std::process::Command::new("sh")
         .arg(repo_root().join("examples/inline/turn.sh"))
         .arg(&socket)
-        .args(["shell-session", "1", "Which shell quoting rules apply to $HOME in single quotes?", "None: single quotes keep it literal."])
-        .env("PATH", format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default()))
+        .args([
+            "shell-session",
+            "1",
+            "Which shell quoting rules apply to $HOME in single quotes?",
+            "None: single quotes keep it literal.",
+        ])
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                bin_dir.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
         .env("CHATMILL_CONFIG", env.path("config.toml"))
         .output()
         .unwrap();

@@ -100,8 +100,6 @@ impl Client {
                 hint: e["data"]["hint"].as_str().map(str::to_string),
             });
         }
-        v.get("result")
-            .cloned()
-            .ok_or_else(|| ClientError::Garbled(answer))
+        v.get("result").cloned().ok_or(ClientError::Garbled(answer))
     }
 }
