@@ -27,7 +27,11 @@ impl Server {
             .args(["--root", root.to_str().unwrap(), "serve", "--socket"])
             .arg(socket)
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
+            .stderr(std::fs::File::create(env.path("server.log")).unwrap())
+            .env(
+                "CHATMILL_LOG",
+                "chatmill=debug,chatmill_server=debug,chatmill_pipeline=debug",
+            )
             .spawn()
             .unwrap();
         let started = Instant::now();
@@ -55,9 +59,7 @@ impl Server {
             .args(["-TERM", &pid])
             .status()
             .unwrap();
-        let status = self.child.wait().unwrap();
-        self.child.stderr.take();
-        status
+        self.child.wait().unwrap()
     }
 }
 
@@ -347,4 +349,184 @@ fn the_python_and_shell_examples_work_against_a_real_server() {
     assert_eq!(ack["indexed"], true, "{ack}");
     assert!(root.join("raw/shell-session.md").exists());
     assert_eq!(server.stop().code(), Some(0));
+}
+
+/// The test header model (tests/e2e/fixtures/llm_server.py): a real HTTP
+/// server speaking the OpenAI chat-completions protocol.
+struct Llm(Child, u16);
+
+impl Llm {
+    fn start(delay: f64, fail_first: u32) -> Self {
+        let mut child = std::process::Command::new("python3")
+            .arg(repo_root().join("tests/e2e/fixtures/llm_server.py"))
+            .args([
+                "--delay",
+                &delay.to_string(),
+                "--fail-first",
+                &fail_first.to_string(),
+            ])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut port = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut port)
+            .unwrap();
+        Self(child, port.trim().parse().unwrap())
+    }
+
+    fn config(&self, env: &Env, deadline_ms: u64) {
+        env.write(
+            "config.toml",
+            format!(
+                "[header]\nurl = \"http://127.0.0.1:{}/v1\"\nmodel = \"test\"\ntimeout_ms = 10000\nretries = 0\ndeadline_ms = {deadline_ms}\n",
+                self.1
+            ),
+        );
+    }
+}
+
+impl Drop for Llm {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_queued_header_backfill_survives_a_restart_and_completes() {
+    let env = Env::new();
+    let root = env.path("root");
+    let socket = env.path("s.sock");
+    // The model fails its first two calls: the turn's (so the turn gets a
+    // stand-in header) and the first backfill attempt.
+    let llm = Llm::start(0.0, 2);
+    llm.config(&env, 1000);
+    let server = Server::start(&env, &root, &socket);
+    let mut c = server.client();
+    let ack = c.call(
+        "turn",
+        turn(
+            "bf",
+            1,
+            "Explain kubernetes liveness probes versus readiness probes",
+        ),
+    );
+    assert_eq!(ack["result"]["header_pending"], true, "{ack}");
+    assert_eq!(ack["result"]["indexed"], true, "{ack}");
+    let path = PathBuf::from(ack["result"]["path"].as_str().unwrap());
+    assert!(
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .contains("header_status: pending")
+    );
+    // Let the backfill thread make (and fail) its first attempt, then stop.
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(server.stop().code(), Some(0));
+    let queue = std::fs::read_to_string(root.join(".chatmill/backfill.json")).unwrap();
+    let log = std::fs::read_to_string(env.path("server.log")).unwrap_or_default();
+    assert!(
+        queue.contains("\"chunk_id\""),
+        "still queued after the restart: {queue}\n{log}"
+    );
+
+    // Restart: the backfill completes.
+    let server = Server::start(&env, &root, &socket);
+    let started = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(&path).unwrap();
+        if text.contains("MODEL-HEADER") {
+            assert!(!text.contains("header_status"), "{text}");
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no backfill: {text}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut c = server.client();
+    // The queue entry goes right after the file is rewritten.
+    loop {
+        let h = c.call("health", json!({}));
+        if h["result"]["backfill"]["queued"] == 0 {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "{h}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Re-indexed under the same id with the new header.
+    let s = c.call(
+        "search",
+        json!({"queries": [{"text": "MODEL-HEADER kubernetes"}], "mode": "keyword"}),
+    );
+    assert_eq!(
+        s["result"]["hits"][0]["chunk_id"], ack["result"]["chunk_id"],
+        "{s}"
+    );
+    assert!(
+        s["result"]["hits"][0]["document"]
+            .as_str()
+            .unwrap()
+            .contains("MODEL-HEADER")
+    );
+    assert_eq!(server.stop().code(), Some(0));
+}
+
+#[test]
+fn a_slow_header_model_never_holds_up_the_ack_and_batch_import_queues_failures() {
+    let env = Env::new();
+    let root = env.path("root");
+    // Slower than the 300 ms deadline.
+    let llm = Llm::start(2.0, 0);
+    llm.config(&env, 300);
+    let server = Server::start(&env, &root, &env.path("s.sock"));
+    let mut c = server.client();
+    let t = Instant::now();
+    let ack = c.call(
+        "turn",
+        turn(
+            "slow",
+            1,
+            "What does the borrow checker complain about here?",
+        ),
+    );
+    let took = t.elapsed();
+    assert_eq!(ack["result"]["header_pending"], true, "{ack}");
+    assert!(
+        took < Duration::from_millis(1900),
+        "the ack waited for the model: {took:?}"
+    );
+    drop(c);
+    assert_eq!(server.stop().code(), Some(0));
+
+    // Batch import with a model that fails: chunks are written with the
+    // built-in header and queued; `chatmill backfill` then writes them.
+    let failing = Llm::start(0.0, 1000);
+    failing.config(&env, 300);
+    let raw = env.path("raw");
+    std::fs::create_dir_all(&raw).unwrap();
+    std::fs::copy(
+        corpus("chatgpt/librechat-chatgpt-tree.json"),
+        raw.join("c.json"),
+    )
+    .unwrap();
+    let r = root.to_str().unwrap();
+    let import = env.run(&["--root", r, "import", raw.to_str().unwrap(), "--json"]);
+    assert_eq!(import.code, 0, "{import:?}");
+    let pending = import.json()["headers_pending"].as_u64().unwrap();
+    assert!(pending >= 1, "{import:?}");
+    drop(failing);
+    let working = Llm::start(0.0, 0);
+    working.config(&env, 300);
+    let b = env.run(&["--root", r, "backfill", "--json"]);
+    assert_eq!(b.code, 0, "{b:?}");
+    // The slow server's queued turn too.
+    assert_eq!(
+        b.json()["rewritten"].as_u64().unwrap(),
+        pending + 1,
+        "{b:?}"
+    );
+    let v = env.run(&["--root", r, "verify"]);
+    assert_eq!(v.code, 0, "{v:?}");
 }

@@ -23,6 +23,9 @@ pub struct Config {
     pub cache_dir: Option<PathBuf>,
     /// The root folder (chunks, manifest, `raw/`).
     pub root: Option<PathBuf>,
+    /// A header model (any OpenAI-compatible endpoint); absent: the
+    /// built-in extractive writer.
+    pub header: Option<chatmill_pipeline::llm::LlmConfig>,
 }
 
 /// Where the embedded index lives under the root.
@@ -56,6 +59,7 @@ impl Config {
 
 pub struct Context {
     pub root: PathBuf,
+    pub header: Option<chatmill_pipeline::llm::LlmConfig>,
     pub adapters_dir: PathBuf,
     pub runtime: Runtime,
     pub dev_adapters: Vec<PathBuf>,
@@ -116,6 +120,7 @@ impl Context {
             .unwrap_or_else(|| PathBuf::from("conversations"));
         Ok(Self {
             root,
+            header: config.header.clone(),
             adapters_dir,
             runtime,
             dev_adapters: global.adapters.clone(),

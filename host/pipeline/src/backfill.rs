@@ -130,6 +130,7 @@ pub fn step(
         Asked::Again => false,
         Asked::Header(header) => apply(root, &entry, header, indexer),
     };
+    tracing::debug!("backfill `{}`: done = {done}", entry.chunk_id);
     if done {
         q.entries.retain(|e| e.chunk_id != entry.chunk_id);
     } else if let Some(e) = q.entries.iter_mut().find(|e| e.chunk_id == entry.chunk_id) {
@@ -147,12 +148,15 @@ enum Asked {
 
 fn ask(root: &Path, entry: &Entry, writer: &dyn HeaderWriter) -> Asked {
     let Ok(text) = fs_err::read_to_string(root.join(&entry.path)) else {
+        tracing::debug!("backfill: `{}` is gone", entry.path);
         return Asked::Gone;
     };
     let Ok(doc) = ChunkDoc::parse(&text) else {
+        tracing::debug!("backfill: `{}` does not parse", entry.path);
         return Asked::Gone;
     };
     if doc.frontmatter.chunk_id != entry.chunk_id {
+        tracing::debug!("backfill: `{}` holds another chunk", entry.path);
         return Asked::Gone;
     }
     let user: Vec<&str> = doc.exchanges.iter().map(|e| e.user.as_str()).collect();

@@ -65,6 +65,9 @@ pub struct Summary {
     /// Chunks in the index after the run (`None` without an index, or when
     /// it could not be counted).
     pub index_total: Option<u64>,
+    /// Chunks written with a stand-in header because the header model
+    /// failed; queued for `chatmill backfill`.
+    pub headers_pending: u32,
 }
 
 /// What an import runs with.
@@ -354,6 +357,9 @@ fn import_one(
             .unwrap_or_default(),
     };
     let mut pending: Vec<ChunkRecord> = Vec::new();
+    // Chunks whose header model failed: written with the built-in header,
+    // queued for the real one.
+    let mut backfill = crate::backfill::Queue::default();
     if size == 0 {
         record.status = FileStatus::Skipped;
         record.reason = Some("empty file".into());
@@ -468,6 +474,9 @@ fn import_one(
                 summary.duplicates_skipped += out.duplicates;
                 summary.mechanical_excluded += out.excluded;
                 for w in out.written {
+                    if w.header_pending {
+                        backfill.push(&w.chunk_id, &w.record.meta.path);
+                    }
                     record.chunk_ids.push(w.chunk_id);
                     if let Some(indexer) = svc.indexer {
                         pending.push(w.record);
@@ -482,6 +491,18 @@ fn import_one(
     });
     if let Some(indexer) = svc.indexer {
         flush(indexer, &mut pending, summary, index_failure);
+    }
+    if !backfill.is_empty() {
+        summary.headers_pending += backfill.len() as u32;
+        let queued = crate::backfill::Queue::load(&opts.root).and_then(|mut q| {
+            for e in &backfill.entries {
+                q.push(&e.chunk_id, &e.path);
+            }
+            q.save()
+        });
+        if let Err(e) = queued {
+            tracing::warn!("{e}");
+        }
     }
     drop(local);
     match result {

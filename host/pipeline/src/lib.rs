@@ -15,6 +15,7 @@ pub mod header;
 pub mod import;
 pub mod inline;
 pub mod inventory;
+pub mod llm;
 pub mod lock;
 pub mod manifest;
 pub mod processor;

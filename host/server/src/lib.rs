@@ -131,6 +131,8 @@ struct Shared {
     version: String,
     backfill_enabled: bool,
     shutting_down: AtomicBool,
+    /// Flips to true when the server stops: idle connections close.
+    stopping: tokio::sync::watch::Sender<bool>,
     turns: AtomicU64,
     connections: AtomicU64,
 }
@@ -207,6 +209,7 @@ pub fn run(
         version: services.version.clone(),
         backfill_enabled: services.backfill.is_some(),
         shutting_down: AtomicBool::new(false),
+        stopping: tokio::sync::watch::Sender::new(false),
         turns: AtomicU64::new(0),
         connections: AtomicU64::new(0),
     });
@@ -274,8 +277,11 @@ pub fn run(
             while tasks.try_join_next().is_some() {}
         }
         // Stop accepting; let connections finish what they sent (turns
-        // already queued are completed by the writer thread below).
+        // already queued are completed by the writer thread below); idle
+        // connections close; no new backfill starts.
         shared.shutting_down.store(true, Ordering::SeqCst);
+        shared.stopping.send_replace(true);
+        stop_backfill.store(true, Ordering::SeqCst);
         drop(unix);
         let _ = fs_err::remove_file(&cfg.socket);
         let _ = tokio::time::timeout(Duration::from_secs(10), async {
@@ -402,7 +408,14 @@ where
     let (read, mut write) = tokio::io::split(stream);
     let mut read = tokio::io::BufReader::with_capacity(64 << 10, read);
     let mut buf = Vec::new();
-    while let Ok(Some(line)) = next_line(&mut read, &mut buf, shared.max_line).await {
+    let mut stopping = shared.stopping.subscribe();
+    loop {
+        let line = tokio::select! {
+            l = next_line(&mut read, &mut buf, shared.max_line) => l,
+            // Waiting for a request while the server stops: close.
+            _ = stopping.wait_for(|s| *s) => break,
+        };
+        let Ok(Some(line)) = line else { break };
         let response = match line {
             // Bytes, not text: invalid UTF-8 is an error for that line, not
             // for the connection.

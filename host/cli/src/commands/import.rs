@@ -64,10 +64,18 @@ pub fn run(ctx: &Context, args: ImportArgs) -> Result<ExitCode, CliError> {
     } else {
         Some(ctx.index()?)
     };
+    let llm = ctx
+        .header
+        .clone()
+        .map(chatmill_pipeline::llm::LlmWriter::new);
+    let header: &dyn chatmill_pipeline::header::HeaderWriter = match &llm {
+        Some(w) => w,
+        None => &ExtractiveWriter,
+    };
     let svc = Services {
         runtime: &ctx.runtime,
         adapters: &set,
-        header: &ExtractiveWriter,
+        header,
         indexer: index.as_ref().map(|i| i as &dyn chatmill_index::Indexer),
     };
     let result = import::run(&svc, &opts, &mut progress);
@@ -104,6 +112,12 @@ fn print_human(s: &Summary, ctx: &Context) {
     println!("duplicates skipped:  {}", s.duplicates_skipped);
     println!("mechanical excluded: {}", s.mechanical_excluded);
     println!("chunks in total:     {}", s.chunks_total);
+    if s.headers_pending > 0 {
+        println!(
+            "headers pending:     {} (the header model failed; `chatmill backfill` retries)",
+            s.headers_pending
+        );
+    }
     if let Some(n) = s.index_total {
         println!(
             "chunks indexed:      {} this run, {n} in the index",

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use chatmill_pipeline::header::{ExtractiveWriter, HeaderWriter};
+use chatmill_pipeline::header::{Deadline, ExtractiveWriter, HeaderWriter};
+use chatmill_pipeline::llm::LlmWriter;
 use chatmill_server::client::Client;
 use chatmill_server::{ServerConfig, Services};
 use serde_json::json;
@@ -37,10 +38,27 @@ pub fn run(ctx: &Context, args: ServeArgs) -> Result<ExitCode, CliError> {
     let socket = args.socket.clone().unwrap_or_else(|| default_socket(ctx));
     let set = ctx.adapter_set()?;
     let index = Arc::new(ctx.index()?);
+    // With a header model: each turn waits at most its deadline, then gets
+    // the built-in header and a place in the backfill queue.
+    let (header, backfill): (Arc<dyn HeaderWriter>, Option<Arc<dyn HeaderWriter>>) =
+        match ctx.header.clone() {
+            Some(cfg) => {
+                let deadline = std::time::Duration::from_millis(cfg.deadline_ms);
+                let llm: Arc<dyn HeaderWriter> = Arc::new(LlmWriter::new(cfg));
+                (
+                    Arc::new(Deadline {
+                        inner: Arc::clone(&llm),
+                        deadline,
+                    }),
+                    Some(llm),
+                )
+            }
+            None => (Arc::new(ExtractiveWriter), None),
+        };
     let services = Services {
         index: Some(index),
-        header: Arc::new(ExtractiveWriter) as Arc<dyn HeaderWriter>,
-        backfill: None,
+        header,
+        backfill,
         adapters: set.ids().iter().map(|s| s.to_string()).collect(),
         version: env!("CARGO_PKG_VERSION").into(),
     };
@@ -103,17 +121,63 @@ pub fn turn(ctx: &Context, args: TurnArgs) -> Result<ExitCode, CliError> {
 }
 
 pub fn backfill(ctx: &Context, json: bool) -> Result<ExitCode, CliError> {
-    let queue = chatmill_pipeline::backfill::Queue::load(&ctx.root)
-        .map_err(|e| CliError::failed(e, None))?;
-    let n = queue.len();
+    let fail = |e: chatmill_pipeline::backfill::BackfillError| CliError::failed(e, None);
+    let queued = chatmill_pipeline::backfill::Queue::load(&ctx.root)
+        .map_err(fail)?
+        .len();
+    let Some(cfg) = ctx.header.clone() else {
+        if json {
+            println!(
+                "{}",
+                json!({ "queued": queued, "rewritten": 0, "failed": 0 })
+            );
+        } else if queued == 0 {
+            println!("nothing queued for backfill");
+        } else {
+            println!("{queued} chunks wait for their header");
+        }
+        return if queued == 0 {
+            Ok(ExitCode::SUCCESS)
+        } else {
+            Err(CliError::usage(
+                anyhow::anyhow!("no header model is configured"),
+                Some("add a `[header]` section (url, model) to the config file; see README".into()),
+            ))
+        };
+    };
+    let llm = LlmWriter::new(cfg);
+    let index = ctx.index()?;
+    let mut failed = std::collections::HashSet::new();
+    let mut rewritten = 0u32;
+    while let Some((id, done)) = chatmill_pipeline::backfill::step(
+        &ctx.root,
+        &llm,
+        Some(&index),
+        std::time::Duration::from_secs(60),
+        &failed,
+    )
+    .map_err(fail)?
+    {
+        if done {
+            rewritten += 1;
+        } else {
+            failed.insert(id);
+        }
+    }
     if json {
-        println!("{}", json!({ "queued": n, "rewritten": 0 }));
-    } else if n == 0 {
-        println!("nothing queued for backfill");
+        println!(
+            "{}",
+            json!({ "queued": queued, "rewritten": rewritten, "failed": failed.len() })
+        );
     } else {
         println!(
-            "{n} chunks wait for their header; configure a header model (`[header]` in the config) and run `chatmill backfill` or `chatmill serve`"
+            "{rewritten} headers written, {} still waiting (the model failed; try again later)",
+            failed.len()
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(if failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
