@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+# A real local LLM server for the header-model test (built once, cached).
+bash scripts/setup-llm.sh
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0

@@ -460,49 +460,66 @@ impl Store for SqliteStore {
         let Some(q) = fts_query(query) else {
             return Ok(Vec::new());
         };
-        let (where_sql, mut args) = filter_sql(filter);
-        let cols = COLUMNS
-            .split(", ")
-            .map(|c| format!("c.{c}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let sql = format!(
-            "SELECT {cols}, bm25(chunks_fts) AS rank FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
-             WHERE chunks_fts MATCH ?{where_sql} ORDER BY rank LIMIT ?"
-        );
-        args.insert(0, rusqlite::types::Value::Text(q));
-        args.push(rusqlite::types::Value::Integer(k as i64));
-        let conn = self.conn();
-        let mut stmt = conn.prepare_cached(&sql).map_err(|e| self.e(e))?;
-        let hits = stmt
-            .query_map(rusqlite::params_from_iter(args), |r| {
-                let rank: f64 = r.get(12)?;
-                // bm25() is lower-is-better and negative; flip it.
-                hit_from_row(r, (-rank) as f32)
-            })
-            .map_err(|e| self.e(e))?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| self.e(e))?;
-        Ok(hits)
+        let cols = qualified_columns();
+        self.select(
+            &format!(
+                "SELECT {cols}, bm25(chunks_fts) AS rank FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
+                 WHERE chunks_fts MATCH ?{{filter}} ORDER BY rank LIMIT ?"
+            ),
+            Some(q),
+            k,
+            filter,
+            // bm25() is lower-is-better and negative; flip it.
+            |r| r.get::<_, f64>(12).map(|rank| (-rank) as f32),
+        )
     }
 
     fn recent(&self, k: usize, filter: &Filter) -> Result<Vec<Hit>, IndexError> {
-        let (where_sql, mut args) = filter_sql(filter);
-        let cols = COLUMNS
-            .split(", ")
-            .map(|c| format!("c.{c}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let sql = format!(
-            "SELECT {cols} FROM chunks c WHERE 1 = 1{where_sql} ORDER BY c.timestamp DESC, c.chunk_id DESC LIMIT ?"
-        );
+        let cols = qualified_columns();
+        self.select(
+            &format!(
+                "SELECT {cols} FROM chunks c WHERE 1 = 1{{filter}} ORDER BY c.timestamp DESC, c.chunk_id DESC LIMIT ?"
+            ),
+            None,
+            k,
+            filter,
+            |r| r.get::<_, i64>(1).map(|ts| ts as f32),
+        )
+    }
+}
+
+/// `COLUMNS` as `c.<name>` (queries join other tables).
+fn qualified_columns() -> String {
+    COLUMNS
+        .split(", ")
+        .map(|c| format!("c.{c}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl SqliteStore {
+    /// Runs `sql` (with `{filter}` where the filter's clauses go): the
+    /// MATCH text first when given, the filter's values, then `k`.
+    fn select(
+        &self,
+        sql: &str,
+        matching: Option<String>,
+        k: usize,
+        filter: &Filter,
+        score: impl Fn(&rusqlite::Row<'_>) -> rusqlite::Result<f32>,
+    ) -> Result<Vec<Hit>, IndexError> {
+        let (where_sql, filter_args) = filter_sql(filter);
+        let sql = sql.replace("{filter}", &where_sql);
+        let mut args: Vec<rusqlite::types::Value> = Vec::new();
+        args.extend(matching.map(rusqlite::types::Value::Text));
+        args.extend(filter_args);
         args.push(rusqlite::types::Value::Integer(k as i64));
         let conn = self.conn();
         let mut stmt = conn.prepare_cached(&sql).map_err(|e| self.e(e))?;
         let hits = stmt
             .query_map(rusqlite::params_from_iter(args), |r| {
-                let ts: i64 = r.get(1)?;
-                hit_from_row(r, ts as f32)
+                let s = score(r)?;
+                hit_from_row(r, s)
             })
             .map_err(|e| self.e(e))?
             .collect::<Result<Vec<_>, _>>()
