@@ -530,3 +530,67 @@ fn a_slow_header_model_never_holds_up_the_ack_and_batch_import_queues_failures()
     let v = env.run(&["--root", r, "verify"]);
     assert_eq!(v.code, 0, "{v:?}");
 }
+
+#[test]
+fn an_import_and_the_server_write_the_same_root_without_corrupting_it() {
+    let env = Env::new();
+    let root = env.path("root");
+    let raw = env.path("exports");
+    std::fs::create_dir_all(&raw).unwrap();
+    for i in 0..6 {
+        chatmill_synth::chatgpt_export(
+            &raw.join(format!("conversations-{i:03}.json")),
+            chatmill_synth::Limit::Pairs(300),
+        )
+        .unwrap();
+    }
+    let server = Server::start(&env, &root, &env.path("s.sock"));
+    let r = root.to_str().unwrap();
+    let import = env
+        .cmd()
+        .args(["--root", r, "import", raw.to_str().unwrap(), "--json"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Turns while the import runs; the root is busy at times (one writer at
+    // a time): a busy answer is retried, as the protocol says.
+    let mut c = server.client();
+    let mut busy = 0;
+    let turns = 40u32;
+    for t in 1..=turns {
+        loop {
+            let a = c.call(
+                "turn",
+                turn(
+                    "during-import",
+                    t,
+                    &format!("Question {t} asked while an import runs"),
+                ),
+            );
+            if a["error"]["code"] == -32004 {
+                busy += 1;
+                continue;
+            }
+            assert_eq!(a["result"]["indexed"], true, "{a}");
+            break;
+        }
+    }
+    let out = import.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let s: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let imported = s["chunks_written"].as_u64().unwrap();
+    // The generator is deterministic: the six files hold the same
+    // conversations, so only the first one's chunks are new.
+    assert!(imported > 200, "{s}");
+    let h = c.call("health", json!({}));
+    assert_eq!(
+        h["result"]["index"]["chunks"],
+        imported + u64::from(turns),
+        "{h} (busy retries: {busy})"
+    );
+    drop(c);
+    assert_eq!(server.stop().code(), Some(0));
+    let v = env.run(&["--root", r, "verify", "--json"]);
+    assert_eq!(v.code, 0, "{v:?}");
+    assert_eq!(v.json()["manifest_chunks"], imported + u64::from(turns));
+}
