@@ -1,0 +1,155 @@
+//! Search latency of the embedded store over N chunks (default 100,000;
+//! `CHATMILL_BENCH_CHUNKS`): insert rate, then p50/p95/p99 per mode.
+//!
+//! `cargo bench -p chatmill-index --bench search`
+
+#![allow(clippy::print_stdout, reason = "a benchmark prints its numbers")]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chatmill_index::{
+    ChunkMeta, ChunkRecord, Embedder, Filter, Index, Indexer, Lexical, Mode, SearchRequest,
+    SqliteStore, Store,
+};
+
+const WORDS: &[&str] = &[
+    "nginx",
+    "timeout",
+    "upload",
+    "rust",
+    "borrow",
+    "checker",
+    "sourdough",
+    "starter",
+    "kubernetes",
+    "probe",
+    "python",
+    "asyncio",
+    "cache",
+    "invalidate",
+    "schema",
+    "migration",
+    "git",
+    "rebase",
+    "docker",
+    "volume",
+    "postgres",
+    "index",
+    "vacuum",
+    "react",
+    "hook",
+    "state",
+    "bread",
+    "oven",
+];
+
+fn pct(v: &mut [Duration], p: f64) -> Duration {
+    v.sort();
+    v[((v.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn main() {
+    let n: usize = std::env::var("CHATMILL_BENCH_CHUNKS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp dir");
+    let store = Arc::new(SqliteStore::open(&dir.path().join("index.sqlite3")).expect("store"));
+    let embedder = Arc::new(Lexical::default());
+    let mut seed = 0x2545_F491_4F6C_DD1Du64;
+    let mut rnd = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let started = Instant::now();
+    for batch in 0..n.div_ceil(1000) {
+        let mut records = Vec::new();
+        let mut texts = Vec::new();
+        for i in batch * 1000..((batch + 1) * 1000).min(n) {
+            // Two topic words and ten from a 20,000-word vocabulary: term
+            // frequencies closer to real text than 28 words repeated.
+            let mut words: Vec<String> = (0..2)
+                .map(|_| WORDS[(rnd() % WORDS.len() as u64) as usize].to_string())
+                .collect();
+            words.extend((0..10).map(|_| format!("w{}", rnd() % 20_000)));
+            let text = words.join(" ");
+            records.push(ChunkRecord {
+                chunk_id: format!("chatgpt-{i:012x}-001-2025-01-01"),
+                embed_text: text.clone(),
+                document: format!(
+                    "---\nchunk_id: x\n---\n\n## Context\n\n{text}\n\n## Exchange\n\n{text} {text}"
+                ),
+                meta: ChunkMeta {
+                    timestamp: 1_700_000_000 + i as i64 * 60,
+                    platform: ["chatgpt", "claude", "local"][i % 3].into(),
+                    agent_id: ["external", "user"][i % 2].into(),
+                    conversation_id: format!("conv-{}", i / 20),
+                    title: None,
+                    topics: vec![],
+                    model: "m".into(),
+                    turn_range: "1".into(),
+                    source_file: "f".into(),
+                    path: format!("{i}.md"),
+                },
+            });
+            texts.push(text);
+        }
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let vectors = embedder.embed(&refs).expect("embed");
+        store
+            .upsert(&records, &vectors, embedder.id())
+            .expect("upsert");
+    }
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "inserted {n} chunks in {secs:.1} s ({:.0}/s, lexical embedding included)",
+        n as f64 / secs
+    );
+    let index = Index::new(store, embedder);
+    assert_eq!(index.count().expect("count") as usize, n);
+    let filtered = Filter {
+        platform: Some("claude".into()),
+        since: Some(1_700_000_000 + (n as i64 * 60) / 2),
+        ..Filter::default()
+    };
+    let cases: Vec<(&str, Mode, Filter)> = vec![
+        ("semantic (exact kNN)", Mode::Semantic, Filter::default()),
+        (
+            "semantic + platform/time filter",
+            Mode::Semantic,
+            filtered.clone(),
+        ),
+        ("keyword (BM25)", Mode::Keyword, Filter::default()),
+        ("hybrid", Mode::Hybrid, Filter::default()),
+        ("hybrid + filter", Mode::Hybrid, filtered),
+        ("recent", Mode::Recent, Filter::default()),
+    ];
+    // Warm the in-memory vectors once (loaded on first vector search).
+    let t = Instant::now();
+    index.search(&SearchRequest::new("nginx")).expect("search");
+    println!("first search (loads the vectors): {:.1?}", t.elapsed());
+    for (label, mode, filter) in cases {
+        let mut lat = Vec::new();
+        for q in 0..200 {
+            let mut req = SearchRequest::new(&format!(
+                "{} {} problem",
+                WORDS[q % WORDS.len()],
+                WORDS[(q * 7) % WORDS.len()]
+            ));
+            req.mode = mode;
+            req.filter = filter.clone();
+            let t = Instant::now();
+            index.search(&req).expect("search");
+            lat.push(t.elapsed());
+        }
+        println!(
+            "{label:<34} p50 {:>8.2?}  p95 {:>8.2?}  p99 {:>8.2?}",
+            pct(&mut lat, 0.5),
+            pct(&mut lat, 0.95),
+            pct(&mut lat, 0.99)
+        );
+    }
+}
