@@ -463,8 +463,8 @@ impl Store for SqliteStore {
         let cols = qualified_columns();
         self.select(
             &format!(
-                "SELECT {cols}, bm25(chunks_fts) AS rank FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
-                 WHERE chunks_fts MATCH ?{{filter}} ORDER BY rank LIMIT ?"
+                "SELECT {cols}, f.rank FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank) f
+                 JOIN chunks c ON c.id = f.rowid WHERE 1 = 1{{filter}} ORDER BY f.rank LIMIT ?"
             ),
             Some(q),
             k,

@@ -158,29 +158,48 @@ impl Index {
         }
         // Each ranked list, with the weight of the query it came from.
         let depth = (k * 4).max(40);
-        let mut lists: Vec<(f32, Vec<Hit>)> = Vec::new();
-        if dense {
-            let texts: Vec<&str> = queries.iter().map(|q| q.text.as_str()).collect();
-            let vectors = self.embedder.embed(&texts)?;
-            for (q, v) in queries.iter().zip(&vectors) {
-                lists.push((q.weight, self.store.knn(v, depth, &req.filter)?));
-            }
-        }
-        if keyword {
-            for q in &queries {
-                match self.store.keyword(&q.text, depth, &req.filter) {
-                    Ok(hits) => lists.push((q.weight, hits)),
-                    Err(IndexError::Unsupported { store, .. }) => {
-                        out.warnings.push(format!(
-                            "`{store}` has no keyword index; dense ranking only"
-                        ));
-                        keyword = false;
-                        break;
-                    }
-                    Err(e) => return Err(e),
+        // Dense and keyword lists are computed at the same time (the vector
+        // scan needs no database lock).
+        let dense_lists = || -> Result<Vec<(f32, Vec<Hit>)>, IndexError> {
+            let mut lists = Vec::new();
+            if dense {
+                let texts: Vec<&str> = queries.iter().map(|q| q.text.as_str()).collect();
+                let vectors = self.embedder.embed(&texts)?;
+                for (q, v) in queries.iter().zip(&vectors) {
+                    lists.push((q.weight, self.store.knn(v, depth, &req.filter)?));
                 }
             }
-        }
+            Ok(lists)
+        };
+        let keyword_lists = |warnings: &mut Vec<String>,
+                             keyword: &mut bool|
+         -> Result<Vec<(f32, Vec<Hit>)>, IndexError> {
+            let mut lists = Vec::new();
+            if *keyword {
+                for q in &queries {
+                    match self.store.keyword(&q.text, depth, &req.filter) {
+                        Ok(hits) => lists.push((q.weight, hits)),
+                        Err(IndexError::Unsupported { store, .. }) => {
+                            warnings.push(format!(
+                                "`{store}` has no keyword index; dense ranking only"
+                            ));
+                            *keyword = false;
+                            lists.clear();
+                            break;
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+            Ok(lists)
+        };
+        let (d, k_lists) = std::thread::scope(|s| {
+            let handle = s.spawn(dense_lists);
+            let kw = keyword_lists(&mut out.warnings, &mut keyword);
+            (handle.join().unwrap_or_else(|_| Ok(Vec::new())), kw)
+        });
+        let mut lists = d?;
+        lists.extend(k_lists?);
         let fuse = lists.len() > 1 || (dense && keyword);
         let mut best: HashMap<String, Hit> = HashMap::new();
         for (weight, hits) in lists {
