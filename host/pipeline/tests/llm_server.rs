@@ -67,9 +67,14 @@ fn start() -> Option<(Server, String)> {
         .stderr(Stdio::null())
         .spawn()
         .expect("llama-server starts");
-    let server = Server(child);
+    let mut server = Server(child);
     let started = Instant::now();
     loop {
+        if let Some(status) = server.0.try_wait().expect("llama-server status") {
+            panic!(
+                "llama-server exited ({status}) before it was healthy; rebuild it with scripts/setup-llm.sh"
+            );
+        }
         if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
             use std::io::Write;
             let _ = write!(s, "GET /health HTTP/1.0\r\n\r\n");
