@@ -1,11 +1,13 @@
-//! chatmill's processing pipeline, shared by batch import and inline mode:
-//! how a conversation's pairs become chunks ([`chunker`]), how message parts
-//! are rendered as Markdown ([`render`]), how contextual headers and topics
-//! are written ([`header`]), and what a chunk file looks like and how it is
-//! identified ([`chunk`]). The manifest, the import run and the index land
-//! with issue #4.
+//! chatmill's processing pipeline, shared by batch import ([`import`]) and
+//! inline mode ([`inline`]): how a conversation's pairs become chunks
+//! ([`chunker`]), how message parts are rendered as Markdown ([`render`]),
+//! how contextual headers and topics are written ([`header`], [`llm`]), what
+//! a chunk file looks like and how it is identified ([`chunk`]), and how
+//! files, manifest and index are kept in step ([`processor`], [`manifest`],
+//! [`verify`], [`backfill`], [`lock`]).
 //!
-//! Nothing here prints or touches the network.
+//! Nothing here prints. Only [`llm`] touches the network (the configured
+//! header model).
 
 pub mod atomic;
 pub mod backfill;
