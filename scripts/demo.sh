@@ -7,6 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+bash scripts/setup-model.sh   # the local embedding model (all-MiniLM-L6-v2)
 cargo build --release --locked -p chatmill
 bin="$PWD/target/release/chatmill"
 work="$(mktemp -d)"

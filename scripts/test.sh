@@ -6,6 +6,11 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 # A real local LLM server for the header-model test (built once, cached).
 bash scripts/setup-llm.sh
+# The local embedding model and a real ChromaDB server (both cached).
+bash scripts/setup-model.sh
+bash scripts/setup-chroma.sh
+# The real model and the real server must be exercised, not skipped.
+export CHATMILL_REQUIRE_MODEL=1 CHATMILL_REQUIRE_CHROMA=1
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0

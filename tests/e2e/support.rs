@@ -56,6 +56,8 @@ impl Env {
             .env("CHATMILL_ADAPTERS_DIR", self.adapters_dir())
             .env("CHATMILL_CACHE_DIR", target_dir().join("e2e-cache"))
             .env("CHATMILL_CONFIG", self.path("config.toml"))
+            // The fast lexical stand-in; tests of the real model remove this.
+            .env("CHATMILL_EMBEDDING", "lexical")
             .env_remove("CHATMILL_LOG");
         // An empty config file, so the user's real one never leaks in.
         if !self.path("config.toml").exists() {

@@ -91,10 +91,19 @@ pub enum Command {
     },
     /// Search the index (hybrid by default).
     Search(SearchArgs),
-    /// Rebuild the index from the chunk files (the source of truth).
+    /// Rebuild the index from the chunk files (the source of truth), with
+    /// the current embedding model; `--to chroma` fills a ChromaDB server
+    /// instead (a migration: the configured index is left as it is).
     Reindex {
         #[arg(long)]
         json: bool,
+        /// The store to fill: `sqlite` (the embedded file) or `chroma`
+        /// (`[index.chroma]` in the config, or `--chroma-url`).
+        #[arg(long, value_name = "BACKEND")]
+        to: Option<String>,
+        /// The Chroma server for `--to chroma`, e.g. http://127.0.0.1:8000.
+        #[arg(long, value_name = "URL")]
+        chroma_url: Option<String>,
     },
     /// Check chunk files, manifest and index agree (`--repair` re-derives
     /// the manifest and index from the chunk files).

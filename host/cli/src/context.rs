@@ -26,10 +26,11 @@ pub struct Config {
     /// A header model (any OpenAI-compatible endpoint); absent: the
     /// built-in extractive writer.
     pub header: Option<chatmill_pipeline::llm::LlmConfig>,
+    /// The embedding model (default: the local all-MiniLM-L6-v2).
+    pub embedding: crate::backend::EmbeddingConfig,
+    /// The index store (default: the embedded SQLite file).
+    pub index: crate::backend::IndexConfig,
 }
-
-/// Where the embedded index lives under the root.
-pub const INDEX_FILE: &str = ".chatmill/index.sqlite3";
 
 fn project_dirs() -> Option<directories::ProjectDirs> {
     directories::ProjectDirs::from("", "", "chatmill")
@@ -60,6 +61,8 @@ impl Config {
 pub struct Context {
     pub root: PathBuf,
     pub header: Option<chatmill_pipeline::llm::LlmConfig>,
+    pub embedding: crate::backend::EmbeddingConfig,
+    pub index: crate::backend::IndexConfig,
     pub adapters_dir: PathBuf,
     pub runtime: Runtime,
     pub dev_adapters: Vec<PathBuf>,
@@ -121,6 +124,8 @@ impl Context {
         Ok(Self {
             root,
             header: config.header.clone(),
+            embedding: config.embedding.clone(),
+            index: config.index.clone(),
             adapters_dir,
             runtime,
             dev_adapters: global.adapters.clone(),
@@ -155,16 +160,9 @@ impl Context {
 }
 
 impl Context {
-    /// The index: the embedded store under the root, with the embedder.
+    /// The index the config asks for (default: the embedded store under the
+    /// root with the local embedding model).
     pub fn index(&self) -> Result<chatmill_index::Index, CliError> {
-        let store =
-            chatmill_index::SqliteStore::open(&self.root.join(INDEX_FILE)).map_err(|e| {
-                let hint = e.hint();
-                CliError::failed(e, hint)
-            })?;
-        Ok(chatmill_index::Index::new(
-            std::sync::Arc::new(store),
-            std::sync::Arc::new(chatmill_index::Lexical::default()),
-        ))
+        crate::backend::open(&self.root, &self.index, &self.embedding)
     }
 }

@@ -3,6 +3,7 @@
 //! This file only parses arguments, sets up logging, runs the command and
 //! maps the outcome to an exit code; everything else lives in the modules.
 
+mod backend;
 mod cli;
 mod commands;
 mod context;

@@ -317,7 +317,8 @@ impl Store for SqliteStore {
         let count: i64 = conn
             .query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))
             .map_err(|e| self.e(e))?;
-        if let Some(found) = stored_dim.filter(|d| *d != dim && count > 0) {
+        let other_model = stored_model.as_deref().is_some_and(|m| m != model);
+        if let Some(found) = stored_dim.filter(|d| (*d != dim || other_model) && count > 0) {
             return Err(IndexError::DimensionMismatch {
                 found,
                 found_model: stored_model.unwrap_or_default(),

@@ -18,13 +18,23 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
+pub mod cache;
+pub mod chroma;
 pub mod embedded;
 pub mod lexical;
+#[cfg(feature = "minilm")]
+pub mod minilm;
 pub mod query;
+pub mod remote;
 
+pub use cache::Cached;
+pub use chroma::{ChromaConfig, ChromaStore};
 pub use embedded::SqliteStore;
 pub use lexical::Lexical;
+#[cfg(feature = "minilm")]
+pub use minilm::MiniLm;
 pub use query::{Index, Mode, SearchRequest, SearchResults, WeightedQuery};
+pub use remote::{RemoteConfig, RemoteEmbedder};
 
 /// What the index keeps about a chunk: the frontmatter fields searches are
 /// scoped and shown by.
@@ -101,8 +111,10 @@ pub enum IndexError {
     },
     #[error("`{store}` does not support {what}")]
     Unsupported { store: String, what: &'static str },
+    /// The store holds vectors of another model (or size) than the
+    /// embedder's: mixing them would make similarities meaningless.
     #[error(
-        "the index holds {found}-dimensional vectors from `{found_model}`, but the embedder `{model}` makes {dim}-dimensional ones"
+        "the index holds {found}-dimensional vectors from `{found_model}`, but the embedder is `{model}` ({dim}-dimensional)"
     )]
     DimensionMismatch {
         found: usize,
@@ -174,4 +186,34 @@ pub trait Indexer: Send + Sync {
     fn remove(&self, chunk_ids: &[String]) -> Result<(), IndexError>;
     fn ids(&self) -> Result<BTreeSet<String>, IndexError>;
     fn count(&self) -> Result<u64, IndexError>;
+}
+
+impl<T: Embedder + ?Sized> Embedder for std::sync::Arc<T> {
+    fn id(&self) -> &str {
+        (**self).id()
+    }
+    fn dim(&self) -> usize {
+        (**self).dim()
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, IndexError> {
+        (**self).embed(texts)
+    }
+    fn is_fallback(&self) -> bool {
+        (**self).is_fallback()
+    }
+}
+
+impl<T: Embedder + ?Sized> Embedder for Box<T> {
+    fn id(&self) -> &str {
+        (**self).id()
+    }
+    fn dim(&self) -> usize {
+        (**self).dim()
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, IndexError> {
+        (**self).embed(texts)
+    }
+    fn is_fallback(&self) -> bool {
+        (**self).is_fallback()
+    }
 }

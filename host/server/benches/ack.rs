@@ -12,7 +12,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use chatmill_index::{Index, Lexical, SqliteStore};
+use chatmill_index::{Embedder, Index, Lexical, MiniLm, SqliteStore, minilm};
 use chatmill_pipeline::header::{
     Deadline, ExtractiveWriter, Header, HeaderError, HeaderInput, HeaderWriter,
 };
@@ -34,12 +34,28 @@ fn pct(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
-fn run(label: &str, header: Arc<dyn HeaderWriter>, clients: usize, turns: usize) {
+/// The real local model unless `CHATMILL_BENCH_EMBEDDER=lexical` (or no
+/// model is installed: then the stand-in, and the output says so).
+fn embedder() -> Arc<dyn Embedder> {
+    let want_lexical = std::env::var("CHATMILL_BENCH_EMBEDDER").as_deref() == Ok("lexical");
+    match minilm::resolve(None) {
+        Some(dir) if !want_lexical => Arc::new(MiniLm::load(&dir).expect("model loads")),
+        _ => Arc::new(Lexical::default()),
+    }
+}
+
+fn run(
+    label: &str,
+    embedder: Arc<dyn Embedder>,
+    header: Arc<dyn HeaderWriter>,
+    clients: usize,
+    turns: usize,
+) {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp dir");
     let root = dir.path().join("root");
     let socket = dir.path().join("s.sock");
     let store = SqliteStore::open(&root.join(".chatmill/index.sqlite3")).expect("store");
-    let index = Arc::new(Index::new(Arc::new(store), Arc::new(Lexical::default())));
+    let index = Arc::new(Index::new(Arc::new(store), embedder));
     let cfg = ServerConfig::new(&root, &socket);
     let shutdown = Arc::clone(&cfg.shutdown);
     let services = Services {
@@ -108,14 +124,18 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(4);
+    let embedder = embedder();
+    println!("embedder: {}", embedder.id());
     run(
         "built-in header writer, 1 client",
+        embedder.clone(),
         Arc::new(ExtractiveWriter),
         1,
         turns,
     );
     run(
         &format!("built-in header writer, {clients} clients"),
+        embedder.clone(),
         Arc::new(ExtractiveWriter),
         clients,
         turns / clients.max(1),
@@ -126,6 +146,7 @@ fn main() {
     };
     run(
         "3 s header model behind a 1.5 s deadline",
+        embedder,
         Arc::new(slow),
         1,
         (turns / 20).max(5),

@@ -23,7 +23,11 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Serve(args) => serve::run(&ctx, args),
         Command::Turn(args) => serve::turn(&ctx, args),
         Command::Backfill { json } => serve::backfill(&ctx, json),
-        Command::Reindex { json } => search::reindex(&ctx, json),
+        Command::Reindex {
+            json,
+            to,
+            chroma_url,
+        } => search::reindex(&ctx, json, to.as_deref(), chroma_url.as_deref()),
         Command::Adapters(cmd) => adapters::run(&ctx, cmd),
     }
 }

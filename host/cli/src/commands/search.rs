@@ -4,11 +4,12 @@
 
 use std::process::ExitCode;
 
-use chatmill_index::{Filter, Indexer, SearchRequest, SearchResults, WeightedQuery};
+use chatmill_index::{ChromaConfig, Filter, Indexer, SearchRequest, SearchResults, WeightedQuery};
 use chatmill_pipeline::record::index_record;
 use chatmill_pipeline::verify;
 use chrono::{DateTime, NaiveDate, Utc};
 
+use crate::backend::{self, Backend};
 use crate::cli::SearchArgs;
 use crate::context::Context;
 use crate::render::CliError;
@@ -140,8 +141,33 @@ pub fn run(ctx: &Context, args: SearchArgs) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn reindex(ctx: &Context, json: bool) -> Result<ExitCode, CliError> {
-    let index = ctx.index()?;
+pub fn reindex(
+    ctx: &Context,
+    json: bool,
+    to: Option<&str>,
+    chroma_url: Option<&str>,
+) -> Result<ExitCode, CliError> {
+    let mut cfg = ctx.index.clone();
+    let backend = match to {
+        None => cfg.backend,
+        Some("sqlite") => Backend::Sqlite,
+        Some("chroma") => Backend::Chroma,
+        Some(other) => {
+            return Err(CliError::usage(
+                anyhow::anyhow!("unknown index backend `{other}`"),
+                Some("use `--to sqlite` or `--to chroma`".into()),
+            ));
+        }
+    };
+    if let Some(url) = chroma_url {
+        let mut c = cfg.chroma.take().unwrap_or_else(|| ChromaConfig::new(url));
+        c.url = url.to_string();
+        cfg.chroma = Some(c);
+    }
+    let index = chatmill_index::Index::new(
+        backend::store(&ctx.root, &cfg, backend)?,
+        backend::embedder(&ctx.root, &ctx.embedding)?,
+    );
     let mut problems = Vec::new();
     let chunks = verify::scan(&ctx.root, &mut problems).map_err(|e| CliError::failed(e, None))?;
     let on_disk: std::collections::BTreeSet<&str> = chunks
@@ -175,13 +201,15 @@ pub fn reindex(ctx: &Context, json: bool) -> Result<ExitCode, CliError> {
     if json {
         println!(
             "{}",
-            serde_json::json!({"indexed": records.len(), "removed": stale.len(), "index_total": total, "unreadable": problems.len()})
+            serde_json::json!({"indexed": records.len(), "removed": stale.len(), "index_total": total, "unreadable": problems.len(), "store": index.store.name(), "embedder": index.embedder.id()})
         );
     } else {
         println!(
-            "indexed {} chunks ({} stale entries removed); {total} in the index",
+            "indexed {} chunks ({} stale entries removed) into `{}` with `{}`; {total} in the index",
             records.len(),
-            stale.len()
+            stale.len(),
+            index.store.name(),
+            index.embedder.id()
         );
         for p in &problems {
             crate::render::warning(&format!("{}: {}", p.subject, p.message));

@@ -1,0 +1,209 @@
+//! The index a command uses: which embedder (`[embedding]`) and which store
+//! (`[index]`) the config asks for, with the zero-setup defaults — the local
+//! all-MiniLM-L6-v2 model and the embedded SQLite file under the root.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use chatmill_index::{
+    Cached, ChromaConfig, ChromaStore, Embedder, Index, IndexError, Lexical, RemoteConfig,
+    RemoteEmbedder, SqliteStore, Store,
+};
+use serde::Deserialize;
+
+use crate::render::{self, CliError};
+
+/// Where the embedded index lives under the root.
+pub const INDEX_FILE: &str = ".chatmill/index.sqlite3";
+/// The embedding cache (model id + text hash → vector) under the root.
+pub const EMBED_CACHE_FILE: &str = ".chatmill/embeddings.sqlite3";
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    /// all-MiniLM-L6-v2 run in-process (needs `scripts/setup-model.sh` or a
+    /// model directory).
+    #[default]
+    Local,
+    /// Any OpenAI-compatible `/v1/embeddings` endpoint.
+    Openai,
+    /// The lexical stand-in (no model; keyword-like similarity).
+    Lexical,
+}
+
+/// `[embedding]` in config.toml.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EmbeddingConfig {
+    pub provider: Provider,
+    /// `local`: a sentence-transformers directory (else CHATMILL_MODEL_DIR,
+    /// chatmill's cache, the Hugging Face cache).
+    pub model_dir: Option<PathBuf>,
+    /// `openai`: base URL, model, key, optional vector size.
+    pub url: Option<String>,
+    pub model: Option<String>,
+    pub api_key: Option<String>,
+    pub dimensions: Option<usize>,
+    pub timeout_ms: Option<u64>,
+    pub batch: Option<usize>,
+    /// Keep vectors by (model, text hash) so nothing is embedded twice.
+    pub cache: bool,
+}
+
+impl Default for EmbeddingConfig {
+    fn default() -> Self {
+        Self {
+            provider: Provider::Local,
+            model_dir: None,
+            url: None,
+            model: None,
+            api_key: None,
+            dimensions: None,
+            timeout_ms: None,
+            batch: None,
+            cache: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    #[default]
+    Sqlite,
+    Chroma,
+}
+
+/// `[index]` in config.toml.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct IndexConfig {
+    pub backend: Backend,
+    /// `chroma`: the server and where in it.
+    pub chroma: Option<ChromaConfig>,
+}
+
+fn failed(e: IndexError) -> CliError {
+    let hint = e.hint();
+    CliError::failed(e, hint)
+}
+
+/// The configured embedder; on a missing local model or an unreachable
+/// endpoint, the lexical stand-in with a warning (searches say so too, and
+/// `chatmill reindex` re-embeds once the model is there).
+pub fn embedder(root: &Path, cfg: &EmbeddingConfig) -> Result<Arc<dyn Embedder>, CliError> {
+    // CHATMILL_EMBEDDING overrides the provider (tests, one-off runs).
+    let provider = match std::env::var("CHATMILL_EMBEDDING").ok().as_deref() {
+        Some("local") => Provider::Local,
+        Some("openai") => Provider::Openai,
+        Some("lexical") => Provider::Lexical,
+        Some(other) if !other.is_empty() => {
+            return Err(CliError::usage(
+                anyhow::anyhow!("CHATMILL_EMBEDDING=`{other}` is not a provider"),
+                Some("use local, openai or lexical".into()),
+            ));
+        }
+        _ => cfg.provider,
+    };
+    let real: Result<Box<dyn Embedder>, IndexError> = match provider {
+        Provider::Lexical => return Ok(Arc::new(Lexical::default())),
+        Provider::Local => local(cfg),
+        Provider::Openai => {
+            let (Some(url), Some(model)) = (&cfg.url, &cfg.model) else {
+                return Err(CliError::usage(
+                    anyhow::anyhow!("`[embedding] provider = \"openai\"` needs `url` and `model`"),
+                    Some(
+                        "e.g. url = \"http://127.0.0.1:11434/v1\", model = \"nomic-embed-text\""
+                            .into(),
+                    ),
+                ));
+            };
+            let mut r = RemoteConfig::new(url, model);
+            r.api_key.clone_from(&cfg.api_key);
+            r.dimensions = cfg.dimensions;
+            if let Some(t) = cfg.timeout_ms {
+                r.timeout_ms = t;
+            }
+            if let Some(b) = cfg.batch {
+                r.batch = b;
+            }
+            RemoteEmbedder::connect(r).map(|e| Box::new(e) as Box<dyn Embedder>)
+        }
+    };
+    let real = match real {
+        Ok(e) => e,
+        Err(e) => {
+            let hint = e
+                .hint()
+                .map(|h| format!("\n  hint: {h}"))
+                .unwrap_or_default();
+            render::warning(&format!(
+                "{e}; using the lexical stand-in (keyword-like similarity) until the model is available, then run `chatmill reindex`{hint}"
+            ));
+            return Ok(Arc::new(Lexical::default()));
+        }
+    };
+    if !cfg.cache {
+        return Ok(Arc::from(real));
+    }
+    let cached = Cached::open(real, &root.join(EMBED_CACHE_FILE)).map_err(failed)?;
+    Ok(Arc::new(cached))
+}
+
+#[cfg(feature = "local-model")]
+fn local(cfg: &EmbeddingConfig) -> Result<Box<dyn Embedder>, IndexError> {
+    use chatmill_index::minilm;
+    let Some(dir) = minilm::resolve(cfg.model_dir.as_deref()) else {
+        let looked: Vec<String> = minilm::candidates(cfg.model_dir.as_deref())
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        return Err(IndexError::Embed {
+            model: minilm::DEFAULT_MODEL.into(),
+            message: format!("no model directory found (looked in {})", looked.join(", ")),
+            hint: Some(
+                "run `scripts/setup-model.sh` (downloads all-MiniLM-L6-v2 once), or set `[embedding] model_dir`".into(),
+            ),
+        });
+    };
+    Ok(Box::new(chatmill_index::MiniLm::load(&dir)?))
+}
+
+#[cfg(not(feature = "local-model"))]
+fn local(_cfg: &EmbeddingConfig) -> Result<Box<dyn Embedder>, IndexError> {
+    Err(IndexError::Embed {
+        model: "all-MiniLM-L6-v2".into(),
+        message: "this build of chatmill has no local model support".into(),
+        hint: Some(
+            "rebuild with the default `local-model` feature, or use `[embedding] provider = \"openai\"`"
+                .into(),
+        ),
+    })
+}
+
+/// The configured store (or the one `--to` names).
+pub fn store(root: &Path, cfg: &IndexConfig, backend: Backend) -> Result<Arc<dyn Store>, CliError> {
+    match backend {
+        Backend::Sqlite => Ok(Arc::new(
+            SqliteStore::open(&root.join(INDEX_FILE)).map_err(failed)?,
+        )),
+        Backend::Chroma => {
+            let Some(c) = cfg.chroma.clone() else {
+                return Err(CliError::usage(
+                    anyhow::anyhow!("the chroma backend needs `[index.chroma] url`"),
+                    Some("add `[index.chroma]` with `url = \"http://127.0.0.1:8000\"` to config.toml".into()),
+                ));
+            };
+            Ok(Arc::new(ChromaStore::connect(c).map_err(failed)?))
+        }
+    }
+}
+
+pub fn open(
+    root: &Path,
+    index: &IndexConfig,
+    embedding: &EmbeddingConfig,
+) -> Result<Index, CliError> {
+    let store = store(root, index, index.backend)?;
+    Ok(Index::new(store, embedder(root, embedding)?))
+}

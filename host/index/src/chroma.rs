@@ -1,0 +1,602 @@
+//! [`ChromaStore`]: a thin client for a ChromaDB server's `/api/v2` (the
+//! spec's `conversations` collection).
+//!
+//! What it takes care of, learned from a real 1.5 server:
+//! - record endpoints take the collection's UUID, not its name: resolved once
+//!   (`get_or_create`, cosine space) and kept;
+//! - embeddings travel as base64 little-endian f32 (a quarter of the JSON);
+//!   upserts are split under the server's `max_batch_size` and well under its
+//!   40 MiB body limit;
+//! - metadata never holds nulls or empty lists (rejected / silently dropped):
+//!   every key is always written (a missing title is `""`, topics travel as a
+//!   JSON string plus a string list when non-empty), because upsert *merges*
+//!   metadata and a key left out would keep its stale value;
+//! - `where` takes exactly one top-level key, so filters are `$and`-ed;
+//! - there is no server-side sort: recency is a widening timestamp window
+//!   sorted on the client;
+//! - there is no BM25: `keyword` is unsupported and hybrid search ranks by
+//!   vectors alone (with a warning).
+
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use base64::Engine as _;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::{ChunkMeta, ChunkRecord, Filter, Hit, IndexError, Store};
+
+/// `[index]` with `backend = "chroma"` in config.toml.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChromaConfig {
+    /// e.g. `http://127.0.0.1:8000`
+    pub url: String,
+    #[serde(default = "tenant")]
+    pub tenant: String,
+    #[serde(default = "database")]
+    pub database: String,
+    #[serde(default = "collection")]
+    pub collection: String,
+    /// Sent as `x-chroma-token` and `Authorization: Bearer` when set.
+    #[serde(default)]
+    pub token: Option<String>,
+    #[serde(default = "timeout_ms")]
+    pub timeout_ms: u64,
+}
+
+fn tenant() -> String {
+    "default_tenant".into()
+}
+fn database() -> String {
+    "default_database".into()
+}
+fn collection() -> String {
+    "conversations".into()
+}
+fn timeout_ms() -> u64 {
+    30_000
+}
+
+impl ChromaConfig {
+    pub fn new(url: &str) -> Self {
+        Self {
+            url: url.into(),
+            tenant: tenant(),
+            database: database(),
+            collection: collection(),
+            token: None,
+            timeout_ms: timeout_ms(),
+        }
+    }
+}
+
+/// Bodies stay under this many bytes (the server refuses 40 MiB).
+const MAX_BODY: usize = 24 << 20;
+/// Rows per `get` page.
+const PAGE: usize = 1000;
+
+#[derive(Debug)]
+pub struct ChromaStore {
+    cfg: ChromaConfig,
+    agent: ureq::Agent,
+    /// `…/collections/<uuid>`
+    base: String,
+    max_batch: usize,
+    /// The embedder id of the stored vectors, once known.
+    model: Mutex<Option<String>>,
+}
+
+struct Http {
+    status: u16,
+    body: String,
+}
+
+impl ChromaStore {
+    /// Connects, creating the tenant, database and collection when missing.
+    pub fn connect(cfg: ChromaConfig) -> Result<Self, IndexError> {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(Duration::from_millis(cfg.timeout_ms)))
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let mut me = Self {
+            base: String::new(),
+            max_batch: 1000,
+            model: Mutex::new(None),
+            cfg,
+            agent,
+        };
+        let api = me.api();
+        me.ok(
+            me.request("GET", &format!("{api}/heartbeat"), None)?,
+            "heartbeat",
+        )?;
+        if let Ok(v) = me.json(me.request("GET", &format!("{api}/pre-flight-checks"), None)?) {
+            if let Some(n) = v["max_batch_size"].as_u64() {
+                me.max_batch = (n as usize).clamp(1, 5000);
+            }
+        }
+        let (t, d) = (me.cfg.tenant.clone(), me.cfg.database.clone());
+        if me
+            .request("GET", &format!("{api}/tenants/{t}"), None)?
+            .status
+            == 404
+        {
+            me.ok(
+                me.request("POST", &format!("{api}/tenants"), Some(json!({"name": t})))?,
+                "create tenant",
+            )?;
+        }
+        if me
+            .request("GET", &format!("{api}/tenants/{t}/databases/{d}"), None)?
+            .status
+            == 404
+        {
+            me.ok(
+                me.request(
+                    "POST",
+                    &format!("{api}/tenants/{t}/databases"),
+                    Some(json!({"name": d})),
+                )?,
+                "create database",
+            )?;
+        }
+        let v = me.json(me.request(
+            "POST",
+            &format!("{api}/tenants/{t}/databases/{d}/collections"),
+            Some(json!({
+                "name": me.cfg.collection,
+                "get_or_create": true,
+                "metadata": {"created_by": "chatmill"},
+                "configuration": {"hnsw": {"space": "cosine"}},
+            })),
+        )?)?;
+        let id = v["id"]
+            .as_str()
+            .ok_or_else(|| me.fail(format!("the collection answer has no id: {v}"), false))?;
+        me.base = format!("{api}/tenants/{t}/databases/{d}/collections/{id}");
+        Ok(me)
+    }
+
+    fn api(&self) -> String {
+        format!("{}/api/v2", self.cfg.url.trim_end_matches('/'))
+    }
+
+    fn fail(&self, message: String, retryable: bool) -> IndexError {
+        IndexError::Store {
+            store: format!("chroma {}", self.cfg.url),
+            message,
+            hint: Some(if retryable {
+                format!(
+                    "is the Chroma server running? start it with `chroma run --host 127.0.0.1 --port PORT --path DIR` and check `[index] url` ({})",
+                    self.cfg.url
+                )
+            } else {
+                "check the Chroma server's log; `chatmill reindex` rebuilds the collection from the chunk files".into()
+            }),
+            retryable,
+        }
+    }
+
+    fn request(&self, method: &str, url: &str, body: Option<Value>) -> Result<Http, IndexError> {
+        let auth = |mut r: ureq::RequestBuilder<ureq::typestate::WithBody>| {
+            if let Some(t) = &self.cfg.token {
+                r = r
+                    .header("x-chroma-token", t)
+                    .header("Authorization", &format!("Bearer {t}"));
+            }
+            r
+        };
+        let result = match (method, body) {
+            ("GET", _) => {
+                let mut r = self.agent.get(url);
+                if let Some(t) = &self.cfg.token {
+                    r = r
+                        .header("x-chroma-token", t)
+                        .header("Authorization", &format!("Bearer {t}"));
+                }
+                r.call()
+            }
+            (_, body) => auth(self.agent.post(url)).send_json(body.unwrap_or(json!({}))),
+        };
+        let mut resp = result.map_err(|e| self.fail(format!("{url}: {e}"), true))?;
+        let status = resp.status().as_u16();
+        let body = resp
+            .body_mut()
+            .with_config()
+            .limit(1 << 30)
+            .read_to_string()
+            .map_err(|e| self.fail(format!("{url}: {e}"), true))?;
+        Ok(Http { status, body })
+    }
+
+    fn ok(&self, r: Http, what: &str) -> Result<String, IndexError> {
+        match r.status {
+            200..=299 => Ok(r.body),
+            s => {
+                let short: String = r.body.chars().take(300).collect();
+                Err(self.fail(format!("{what}: HTTP {s}: {short}"), s == 429 || s >= 500))
+            }
+        }
+    }
+
+    fn json(&self, r: Http) -> Result<Value, IndexError> {
+        let text = self.ok(r, "request")?;
+        serde_json::from_str(&text).map_err(|e| self.fail(format!("not JSON: {e}"), false))
+    }
+
+    fn post(&self, op: &str, body: Value) -> Result<Value, IndexError> {
+        let r = self.request("POST", &format!("{}/{op}", self.base), Some(body))?;
+        if r.status == 400 && r.body.contains("dimension") {
+            return Err(self.fail(
+                format!("{op}: {}", r.body.chars().take(300).collect::<String>()),
+                false,
+            ));
+        }
+        let text = self.ok(r, op)?;
+        serde_json::from_str(&text).map_err(|e| self.fail(format!("{op}: not JSON: {e}"), false))
+    }
+
+    /// The record metadata Chroma stores: every key, no nulls, no empty lists.
+    fn metadata(r: &ChunkRecord, model: &str) -> Value {
+        let m = &r.meta;
+        let mut map = Map::new();
+        map.insert("chunk_id".into(), json!(r.chunk_id));
+        map.insert("timestamp".into(), json!(m.timestamp));
+        map.insert("platform".into(), json!(m.platform));
+        map.insert("agent_id".into(), json!(m.agent_id));
+        map.insert("conversation_id".into(), json!(m.conversation_id));
+        map.insert("title".into(), json!(m.title.clone().unwrap_or_default()));
+        map.insert(
+            "topics_json".into(),
+            json!(serde_json::to_string(&m.topics).unwrap_or_else(|_| "[]".into())),
+        );
+        if !m.topics.is_empty() {
+            map.insert("topics".into(), json!(m.topics));
+        }
+        map.insert("model".into(), json!(m.model));
+        map.insert("turn_range".into(), json!(m.turn_range));
+        map.insert("source_file".into(), json!(m.source_file));
+        map.insert("path".into(), json!(m.path));
+        map.insert("embedder".into(), json!(model));
+        Value::Object(map)
+    }
+
+    fn meta_from(v: &Value) -> ChunkMeta {
+        let s = |k: &str| v[k].as_str().unwrap_or_default().to_string();
+        let title = s("title");
+        ChunkMeta {
+            timestamp: v["timestamp"].as_i64().unwrap_or(0),
+            platform: s("platform"),
+            agent_id: s("agent_id"),
+            conversation_id: s("conversation_id"),
+            title: (!title.is_empty()).then_some(title),
+            topics: serde_json::from_str(v["topics_json"].as_str().unwrap_or("[]"))
+                .unwrap_or_default(),
+            model: s("model"),
+            turn_range: s("turn_range"),
+            source_file: s("source_file"),
+            path: s("path"),
+        }
+    }
+
+    /// A `where` clause for a filter (`None`: no filter).
+    fn where_clause(filter: &Filter) -> Option<Value> {
+        let mut parts = Vec::new();
+        for (key, value) in [
+            ("agent_id", &filter.agent_id),
+            ("platform", &filter.platform),
+            ("conversation_id", &filter.conversation_id),
+        ] {
+            if let Some(v) = value {
+                parts.push(json!({key: {"$eq": v}}));
+            }
+        }
+        if let Some(t) = filter.since {
+            parts.push(json!({"timestamp": {"$gte": t}}));
+        }
+        if let Some(t) = filter.until {
+            parts.push(json!({"timestamp": {"$lte": t}}));
+        }
+        match parts.len() {
+            0 => None,
+            1 => parts.pop(),
+            _ => Some(json!({"$and": parts})),
+        }
+    }
+
+    /// Rows of a `get` or one `query` result as hits.
+    fn hits(&self, v: &Value, nested: bool) -> Vec<Hit> {
+        let pick = |key: &str| -> Vec<Value> {
+            let x = if nested { &v[key][0] } else { &v[key] };
+            x.as_array().cloned().unwrap_or_default()
+        };
+        let ids = pick("ids");
+        let docs = pick("documents");
+        let metas = pick("metadatas");
+        let dists = pick("distances");
+        ids.iter()
+            .enumerate()
+            .map(|(i, id)| Hit {
+                chunk_id: id.as_str().unwrap_or_default().to_string(),
+                score: dists
+                    .get(i)
+                    .and_then(Value::as_f64)
+                    .map_or(0.0, |d| 1.0 - d as f32),
+                meta: Self::meta_from(metas.get(i).unwrap_or(&Value::Null)),
+                document: docs
+                    .get(i)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+            })
+            .collect()
+    }
+
+    fn stored_model(&self) -> Result<Option<String>, IndexError> {
+        if let Some(m) = self.model.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+            return Ok(Some(m));
+        }
+        let v = self.post("get", json!({"limit": 1, "include": ["metadatas"]}))?;
+        let m = v["metadatas"][0]["embedder"].as_str().map(str::to_string);
+        if m.is_some() {
+            *self.model.lock().unwrap_or_else(|p| p.into_inner()) = m.clone();
+        }
+        Ok(m)
+    }
+}
+
+fn b64(v: &[f32]) -> String {
+    let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+impl Store for ChromaStore {
+    fn name(&self) -> &str {
+        "chroma"
+    }
+
+    fn upsert(
+        &self,
+        records: &[ChunkRecord],
+        vectors: &[Vec<f32>],
+        model: &str,
+    ) -> Result<(), IndexError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        if let Some(found) = self.stored_model()?.filter(|m| m != model) {
+            return Err(IndexError::DimensionMismatch {
+                found: vectors.first().map_or(0, Vec::len),
+                found_model: found,
+                model: model.to_string(),
+                dim: vectors.first().map_or(0, Vec::len),
+            });
+        }
+        let mut start = 0;
+        while start < records.len() {
+            // Fill a batch up to the record limit or the body budget.
+            let mut end = start;
+            let mut bytes = 0;
+            while end < records.len() && end - start < self.max_batch {
+                let r = &records[end];
+                let size = r.document.len() + vectors[end].len() * 6 + 1024;
+                if end > start && bytes + size > MAX_BODY {
+                    break;
+                }
+                bytes += size;
+                end += 1;
+            }
+            let batch = &records[start..end];
+            let body = json!({
+                "ids": batch.iter().map(|r| r.chunk_id.as_str()).collect::<Vec<_>>(),
+                "embeddings": vectors[start..end].iter().map(|v| b64(v)).collect::<Vec<_>>(),
+                "documents": batch.iter().map(|r| r.document.as_str()).collect::<Vec<_>>(),
+                "metadatas": batch.iter().map(|r| Self::metadata(r, model)).collect::<Vec<_>>(),
+            });
+            self.post("upsert", body)?;
+            start = end;
+        }
+        *self.model.lock().unwrap_or_else(|p| p.into_inner()) = Some(model.to_string());
+        Ok(())
+    }
+
+    fn delete(&self, chunk_ids: &[String]) -> Result<(), IndexError> {
+        for batch in chunk_ids.chunks(self.max_batch) {
+            self.post("delete", json!({ "ids": batch }))?;
+        }
+        if self.count()? == 0 {
+            *self.model.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        }
+        Ok(())
+    }
+
+    fn ids(&self) -> Result<BTreeSet<String>, IndexError> {
+        let mut out = BTreeSet::new();
+        let mut offset = 0;
+        loop {
+            let v = self.post(
+                "get",
+                json!({"limit": PAGE, "offset": offset, "include": []}),
+            )?;
+            let ids = v["ids"].as_array().cloned().unwrap_or_default();
+            let n = ids.len();
+            out.extend(
+                ids.into_iter()
+                    .filter_map(|i| i.as_str().map(str::to_string)),
+            );
+            if n < PAGE {
+                return Ok(out);
+            }
+            offset += n;
+        }
+    }
+
+    fn count(&self) -> Result<u64, IndexError> {
+        let r = self.request("GET", &format!("{}/count", self.base), None)?;
+        let text = self.ok(r, "count")?;
+        text.trim()
+            .parse()
+            .map_err(|e| self.fail(format!("count: `{text}`: {e}"), false))
+    }
+
+    fn model(&self) -> Result<Option<String>, IndexError> {
+        self.stored_model()
+    }
+
+    fn knn(&self, vector: &[f32], k: usize, filter: &Filter) -> Result<Vec<Hit>, IndexError> {
+        let mut body = json!({
+            "query_embeddings": [vector],
+            "n_results": k,
+            "include": ["documents", "metadatas", "distances"],
+        });
+        if let Some(w) = Self::where_clause(filter) {
+            body["where"] = w;
+        }
+        let v = self.post("query", body)?;
+        Ok(self.hits(&v, true))
+    }
+
+    fn keyword(&self, _query: &str, _k: usize, _filter: &Filter) -> Result<Vec<Hit>, IndexError> {
+        Err(IndexError::Unsupported {
+            store: "chroma".into(),
+            what: "keyword (BM25) search",
+        })
+    }
+
+    fn recent(&self, k: usize, filter: &Filter) -> Result<Vec<Hit>, IndexError> {
+        // Newest timestamp in scope: the upper bound of the first window.
+        let top = match filter.until {
+            Some(t) => t,
+            None => i64::MAX,
+        };
+        // Windows of a day, a week, a month, a year, then everything in scope;
+        // each row's metadata only, then documents for the k newest.
+        let now = chrono_now();
+        let anchor = top.min(now);
+        let mut rows: Vec<(i64, String)> = Vec::new();
+        for span in [86_400i64, 7 * 86_400, 31 * 86_400, 366 * 86_400, i64::MAX] {
+            let mut f = filter.clone();
+            if span != i64::MAX {
+                let since = anchor.saturating_sub(span);
+                f.since = Some(filter.since.map_or(since, |s| s.max(since)));
+            }
+            rows.clear();
+            let mut offset = 0;
+            loop {
+                let mut body = json!({"limit": PAGE, "offset": offset, "include": ["metadatas"]});
+                if let Some(w) = Self::where_clause(&f) {
+                    body["where"] = w;
+                }
+                let v = self.post("get", body)?;
+                let ids = v["ids"].as_array().cloned().unwrap_or_default();
+                let metas = v["metadatas"].as_array().cloned().unwrap_or_default();
+                let n = ids.len();
+                for (id, m) in ids.iter().zip(&metas) {
+                    rows.push((
+                        m["timestamp"].as_i64().unwrap_or(0),
+                        id.as_str().unwrap_or_default().to_string(),
+                    ));
+                }
+                if n < PAGE {
+                    break;
+                }
+                offset += n;
+            }
+            if rows.len() >= k || span == i64::MAX {
+                break;
+            }
+        }
+        rows.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        rows.truncate(k);
+        if rows.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<&str> = rows.iter().map(|r| r.1.as_str()).collect();
+        let v = self.post(
+            "get",
+            json!({"ids": ids, "include": ["documents", "metadatas"]}),
+        )?;
+        let mut hits = self.hits(&v, false);
+        hits.sort_by(|a, b| {
+            b.meta
+                .timestamp
+                .cmp(&a.meta.timestamp)
+                .then_with(|| a.chunk_id.cmp(&b.chunk_id))
+        });
+        Ok(hits)
+    }
+}
+
+fn chrono_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filters_become_one_top_level_key() {
+        assert_eq!(ChromaStore::where_clause(&Filter::default()), None);
+        let one = Filter {
+            platform: Some("claude".into()),
+            ..Filter::default()
+        };
+        assert_eq!(
+            ChromaStore::where_clause(&one),
+            Some(json!({"platform": {"$eq": "claude"}}))
+        );
+        let two = Filter {
+            agent_id: Some("a".into()),
+            since: Some(5),
+            ..Filter::default()
+        };
+        assert_eq!(
+            ChromaStore::where_clause(&two),
+            Some(json!({"$and": [{"agent_id": {"$eq": "a"}}, {"timestamp": {"$gte": 5}}]}))
+        );
+    }
+
+    #[test]
+    fn metadata_has_no_nulls_or_empty_lists_and_round_trips() {
+        let r = ChunkRecord {
+            chunk_id: "c".into(),
+            embed_text: "e".into(),
+            document: "d".into(),
+            meta: ChunkMeta {
+                timestamp: 1_700_000_000,
+                platform: "claude".into(),
+                agent_id: "external".into(),
+                conversation_id: "conv".into(),
+                title: None,
+                topics: vec![],
+                model: "unknown".into(),
+                turn_range: "1".into(),
+                source_file: "raw/x.json".into(),
+                path: "c.md".into(),
+            },
+        };
+        let m = ChromaStore::metadata(&r, "emb");
+        for (k, v) in m.as_object().unwrap() {
+            assert!(!v.is_null(), "{k} is null");
+            assert!(v.as_array().is_none_or(|a| !a.is_empty()), "{k} is empty");
+        }
+        assert_eq!(ChromaStore::meta_from(&m), r.meta);
+        let mut with = r.clone();
+        with.meta.title = Some("T: \"q\"".into());
+        with.meta.topics = vec!["nginx".into(), "tls".into()];
+        let m = ChromaStore::metadata(&with, "emb");
+        assert_eq!(m["topics"], json!(["nginx", "tls"]));
+        assert_eq!(ChromaStore::meta_from(&m), with.meta);
+    }
+
+    #[test]
+    fn embeddings_travel_as_little_endian_base64() {
+        assert_eq!(b64(&[1.0]), "AACAPw==");
+    }
+}

