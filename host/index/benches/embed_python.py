@@ -43,7 +43,10 @@ def load_safetensors(path):
         if name == "__metadata__":
             continue
         a, b = meta["data_offsets"]
-        out[name] = np.frombuffer(data[a:b], dtype=np.float32).reshape(meta["shape"])
+        dtype = {"F32": np.float32, "I64": np.int64}.get(meta["dtype"])
+        if dtype is None:
+            continue
+        out[name] = np.frombuffer(data[a:b], dtype=dtype).reshape(meta["shape"])
     return out
 
 

@@ -114,14 +114,15 @@ impl Index {
         Self { store, embedder }
     }
 
-    /// Embeds and stores, in batches.
+    /// Embeds (in batches of 64) and stores (in one upsert: a server store
+    /// splits it under its own limits; fewer round trips).
     fn add(&self, records: &[ChunkRecord]) -> Result<(), IndexError> {
+        let mut vectors = Vec::with_capacity(records.len());
         for batch in records.chunks(64) {
             let texts: Vec<&str> = batch.iter().map(|r| r.embed_text.as_str()).collect();
-            let vectors = self.embedder.embed(&texts)?;
-            self.store.upsert(batch, &vectors, self.embedder.id())?;
+            vectors.extend(self.embedder.embed(&texts)?);
         }
-        Ok(())
+        self.store.upsert(records, &vectors, self.embedder.id())
     }
 
     pub fn search(&self, req: &SearchRequest) -> Result<SearchResults, IndexError> {

@@ -234,7 +234,13 @@ fn main() {
         t0.elapsed().as_secs_f64()
     );
 
-    let build = |name: &str, embedder: Arc<dyn Embedder>, full_text: bool| -> Arc<Index> {
+    #[derive(Clone, Copy)]
+    enum Text {
+        HeaderPrompt,
+        Full,
+        PromptOnly,
+    }
+    let build = |name: &str, embedder: Arc<dyn Embedder>, text: Text| -> Arc<Index> {
         let t = Instant::now();
         let store = SqliteStore::open(&work.path().join(format!("{name}.sqlite3"))).expect("store");
         let index = Index::new(Arc::new(store), embedder);
@@ -242,8 +248,16 @@ fn main() {
             .iter()
             .map(|r| {
                 let mut r = r.clone();
-                if full_text {
-                    r.embed_text = r.document.clone();
+                match text {
+                    Text::HeaderPrompt => {}
+                    Text::Full => r.embed_text = r.document.clone(),
+                    // What follows the header in the embedding text.
+                    Text::PromptOnly => {
+                        r.embed_text = r
+                            .embed_text
+                            .split_once("\n\n")
+                            .map_or(String::new(), |(_, p)| p.to_string());
+                    }
                 }
                 r
             })
@@ -254,9 +268,10 @@ fn main() {
         println!("  index `{name}`: {:.1} s", t.elapsed().as_secs_f64());
         Arc::new(index)
     };
-    let main = build("header+prompt", embedder.clone(), false);
-    let full = build("full-text", embedder.clone(), true);
-    let lexical = build("lexical", Arc::new(Lexical::default()), false);
+    let main = build("header+prompt", embedder.clone(), Text::HeaderPrompt);
+    let full = build("full-text", embedder.clone(), Text::Full);
+    let prompt = build("prompt-only", embedder.clone(), Text::PromptOnly);
+    let lexical = build("lexical", Arc::new(Lexical::default()), Text::HeaderPrompt);
     let variants = [
         Variant {
             name: "hybrid (default)",
@@ -284,6 +299,11 @@ fn main() {
             index: full,
         },
         Variant {
+            name: "dense (user prompt, no header)",
+            mode: Mode::Semantic,
+            index: prompt,
+        },
+        Variant {
             name: "hybrid, lexical stand-in",
             mode: Mode::Hybrid,
             index: lexical,
@@ -294,6 +314,15 @@ fn main() {
     println!("| variant | R@1 | R@5 | R@10 | ms/query |");
     println!("|---|---|---|---|---|");
     let mut by_category: BTreeMap<u64, [f64; 4]> = BTreeMap::new();
+    // CHATMILL_LOCOMO_SHOW=N prints the first N questions hybrid misses at k = 5.
+    let mut show: usize = std::env::var("CHATMILL_LOCOMO_SHOW")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let embed_text: HashMap<&str, &str> = records
+        .iter()
+        .map(|r| (r.chunk_id.as_str(), r.embed_text.as_str()))
+        .collect();
     for v in &variants {
         let t = Instant::now();
         let mut sums = [0.0f64; 3];
@@ -320,6 +349,34 @@ fn main() {
                     .count();
                 let r = hit as f64 / q.evidence.len() as f64;
                 *slot += r;
+                if v.name == "hybrid (default)" && k == 5 && r < 1.0 && show > 0 {
+                    show -= 1;
+                    println!(
+                        "\nMISS [{}] {} evidence {:?}",
+                        q.category, q.text, q.evidence
+                    );
+                    for h in hits.iter().take(3) {
+                        println!(
+                            "  got {:?}: {}",
+                            holds.get(&h.chunk_id),
+                            embed_text
+                                .get(h.chunk_id.as_str())
+                                .unwrap_or(&"")
+                                .replace('\n', " / ")
+                        );
+                    }
+                    for (id, ids) in &holds {
+                        if ids.iter().any(|d| q.evidence.contains(d)) {
+                            println!(
+                                "  WANT {ids:?}: {}",
+                                embed_text
+                                    .get(id.as_str())
+                                    .unwrap_or(&"")
+                                    .replace('\n', " / ")
+                            );
+                        }
+                    }
+                }
                 if v.name == "hybrid (default)" && k == 5 {
                     let c = by_category.entry(q.category).or_default();
                     c[0] += r;

@@ -201,6 +201,11 @@ pub fn topics(title: Option<&str>, user: &str, assistant: &str) -> Vec<String> {
     out
 }
 
+/// 1–3 salient terms of one text on its own (the reply's own topics).
+fn topics_of(text: &str) -> Vec<String> {
+    topics(None, prefix_chars(text, 4000), "")
+}
+
 /// The first sentence of `text`, whitespace folded, at most `max` chars.
 pub fn first_sentence(text: &str, max: usize) -> String {
     let folded = text.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -219,6 +224,37 @@ pub fn first_sentence(text: &str, max: usize) -> String {
         .map_or(cut.as_str(), |(a, _)| a)
         .to_string();
     format!("{cut}…")
+}
+
+/// The sentence of `text` that says the most: the first with at least two
+/// content words ("Thanks, Melanie!" and "Wow!" carry nothing), else the
+/// first; whitespace folded, at most `max` chars.
+pub fn key_sentence(text: &str, max: usize) -> String {
+    let folded = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let stop = stopwords();
+    let mut start = 0;
+    let mut first: Option<String> = None;
+    // The first few sentences only: the request is rarely later.
+    for _ in 0..6 {
+        if start >= folded.len() {
+            break;
+        }
+        let rest = &folded[start..];
+        let end = rest
+            .char_indices()
+            .find(|&(i, c)| matches!(c, '.' | '?' | '!') && rest[i + 1..].starts_with(' '))
+            .map_or(rest.len(), |(i, c)| i + c.len_utf8());
+        let s = &rest[..end];
+        let content = tokens(s)
+            .filter(|t| !stop.contains(t.to_lowercase().as_str()))
+            .count();
+        if content >= 2 {
+            return first_sentence(s, max);
+        }
+        first.get_or_insert_with(|| first_sentence(s, max));
+        start += end + 1;
+    }
+    first.unwrap_or_default()
 }
 
 fn join_topics(t: &[String]) -> String {
@@ -250,12 +286,33 @@ impl HeaderWriter for ExtractiveWriter {
             )),
             None => sentences.push(format!("From a {platform} conversation{date}{place}.")),
         }
-        let request = first_sentence(input.user, 220);
+        let request = key_sentence(input.user, 220);
         if !request.is_empty() {
             sentences.push(format!("The user asked: \"{request}\""));
         }
-        if !topics.is_empty() {
-            sentences.push(format!("The exchange covers {}.", join_topics(&topics)));
+        // What the reply brings that the request did not name: what a later
+        // search for the answer ("what did she paint?") would look for.
+        let reply: Vec<String> = topics_of(input.assistant)
+            .into_iter()
+            .filter(|r| {
+                !topics
+                    .iter()
+                    .any(|t| t.split(' ').any(|w| r.split(' ').any(|x| x == w)))
+            })
+            .collect();
+        match (topics.is_empty(), reply.is_empty()) {
+            (false, false) => sentences.push(format!(
+                "The exchange covers {}; the reply brings in {}.",
+                join_topics(&topics),
+                join_topics(&reply)
+            )),
+            (false, true) => {
+                sentences.push(format!("The exchange covers {}.", join_topics(&topics)));
+            }
+            (true, false) => {
+                sentences.push(format!("The reply covers {}.", join_topics(&reply)));
+            }
+            (true, true) => {}
         }
         if let Some(prev) = input.previous {
             let about = if prev.topics.is_empty() {
@@ -322,6 +379,42 @@ mod tests {
             h.topics
         );
         assert!(!h.context.to_lowercase().contains("a conversation about ai"));
+    }
+
+    #[test]
+    fn the_request_is_the_first_sentence_that_says_something() {
+        assert_eq!(
+            key_sentence(
+                "Thanks, Melanie! That's really sweet. Is this your own painting of a sunrise?",
+                200
+            ),
+            "Is this your own painting of a sunrise?"
+        );
+        assert_eq!(key_sentence("Wow!", 200), "Wow!");
+        assert_eq!(
+            key_sentence("Fix the flaky test in src/a.rs today. Thanks.", 200),
+            "Fix the flaky test in src/a.rs today."
+        );
+        assert_eq!(key_sentence("", 200), "");
+    }
+
+    #[test]
+    fn the_header_names_what_the_reply_brings_in() {
+        let input = HeaderInput {
+            platform: "local",
+            title: None,
+            date: None,
+            user: "I'm keen on counseling or working in mental health.",
+            assistant: "You'd be great at it! I painted a sunrise over the lake last year; painting the sunrise calms me, and the lake at sunrise is my favourite spot.",
+            turn_range: "6",
+            total_pairs: 9,
+            previous: None,
+        };
+        let h = ExtractiveWriter.write(&input).unwrap();
+        assert!(h.context.contains("the reply brings in"), "{}", h.context);
+        assert!(h.context.contains("sunrise"), "{}", h.context);
+        let sentences = h.context.matches(". ").count() + 1;
+        assert!((2..=4).contains(&sentences), "{}", h.context);
     }
 
     #[test]
