@@ -80,9 +80,13 @@ fn main() {
     cfg.collection = "one_call".into();
     let big = ChromaStore::connect(cfg).expect("connect");
     let t = Instant::now();
-    big.upsert(&records, &vectors, embedder.id()).expect("upsert");
+    big.upsert(&records, &vectors, embedder.id())
+        .expect("upsert");
     let secs = t.elapsed().as_secs_f64();
-    println!("chatmill client, one call (split at the server's max batch size): {:.0} records/s", n as f64 / secs);
+    println!(
+        "chatmill client, one call (split at the server's max batch size): {:.0} records/s",
+        n as f64 / secs
+    );
 
     // The same records through Index (what import does: embed + upsert).
     let mut cfg = ChromaConfig::new(&server.url);

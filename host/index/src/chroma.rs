@@ -44,6 +44,13 @@ pub struct ChromaConfig {
     pub token: Option<String>,
     #[serde(default = "timeout_ms")]
     pub timeout_ms: u64,
+    /// Rows per `get` page (listing ids, recency windows).
+    #[serde(default = "page_size")]
+    pub page_size: usize,
+}
+
+fn page_size() -> usize {
+    1000
 }
 
 fn tenant() -> String {
@@ -68,14 +75,13 @@ impl ChromaConfig {
             collection: collection(),
             token: None,
             timeout_ms: timeout_ms(),
+            page_size: page_size(),
         }
     }
 }
 
 /// Bodies stay under this many bytes (the server refuses 40 MiB).
 const MAX_BODY: usize = 24 << 20;
-/// Rows per `get` page.
-const PAGE: usize = 1000;
 
 #[derive(Debug)]
 pub struct ChromaStore {
@@ -150,7 +156,9 @@ impl ChromaStore {
                 "name": me.cfg.collection,
                 "get_or_create": true,
                 "metadata": {"created_by": "chatmill"},
-                "configuration": {"hnsw": {"space": "cosine"}},
+                // Cosine space; a wider search than the default 100 for
+                // better recall (a query-time cost only).
+                "configuration": {"hnsw": {"space": "cosine", "ef_search": 200}},
             })),
         )?)?;
         let id = v["id"]
@@ -416,10 +424,11 @@ impl Store for ChromaStore {
     fn ids(&self) -> Result<BTreeSet<String>, IndexError> {
         let mut out = BTreeSet::new();
         let mut offset = 0;
+        let page = self.cfg.page_size.max(1);
         loop {
             let v = self.post(
                 "get",
-                json!({"limit": PAGE, "offset": offset, "include": []}),
+                json!({"limit": page, "offset": offset, "include": []}),
             )?;
             let ids = v["ids"].as_array().cloned().unwrap_or_default();
             let n = ids.len();
@@ -427,7 +436,7 @@ impl Store for ChromaStore {
                 ids.into_iter()
                     .filter_map(|i| i.as_str().map(str::to_string)),
             );
-            if n < PAGE {
+            if n < page {
                 return Ok(out);
             }
             offset += n;
@@ -486,7 +495,8 @@ impl Store for ChromaStore {
             rows.clear();
             let mut offset = 0;
             loop {
-                let mut body = json!({"limit": PAGE, "offset": offset, "include": ["metadatas"]});
+                let page = self.cfg.page_size.max(1);
+                let mut body = json!({"limit": page, "offset": offset, "include": ["metadatas"]});
                 if let Some(w) = Self::where_clause(&f) {
                     body["where"] = w;
                 }
@@ -500,7 +510,7 @@ impl Store for ChromaStore {
                         id.as_str().unwrap_or_default().to_string(),
                     ));
                 }
-                if n < PAGE {
+                if n < page {
                     break;
                 }
                 offset += n;
