@@ -5,6 +5,12 @@
 //! `cargo bench -p chatmill-index --bench chroma` (needs
 //! `scripts/setup-chroma.sh`; `CHATMILL_BENCH_RECORDS`, default 10,000).
 
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a benchmark prints its numbers and its set-up errors"
+)]
+
 #[path = "../tests/support/chroma.rs"]
 mod chroma;
 

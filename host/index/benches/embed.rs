@@ -4,6 +4,12 @@
 //! `cargo bench -p chatmill-index --bench embed`; the same texts in Python:
 //! `python3 host/index/benches/embed_python.py` (see its header).
 
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a benchmark prints its numbers and its set-up errors"
+)]
+
 use std::time::{Duration, Instant};
 
 use chatmill_index::{Embedder, MiniLm, minilm};

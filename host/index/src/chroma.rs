@@ -119,10 +119,10 @@ impl ChromaStore {
             me.request("GET", &format!("{api}/heartbeat"), None)?,
             "heartbeat",
         )?;
-        if let Ok(v) = me.json(me.request("GET", &format!("{api}/pre-flight-checks"), None)?) {
-            if let Some(n) = v["max_batch_size"].as_u64() {
-                me.max_batch = (n as usize).clamp(1, 5000);
-            }
+        if let Ok(v) = me.json(me.request("GET", &format!("{api}/pre-flight-checks"), None)?)
+            && let Some(n) = v["max_batch_size"].as_u64()
+        {
+            me.max_batch = (n as usize).clamp(1, 5000);
         }
         let (t, d) = (me.cfg.tenant.clone(), me.cfg.database.clone());
         if me
@@ -477,10 +477,7 @@ impl Store for ChromaStore {
 
     fn recent(&self, k: usize, filter: &Filter) -> Result<Vec<Hit>, IndexError> {
         // Newest timestamp in scope: the upper bound of the first window.
-        let top = match filter.until {
-            Some(t) => t,
-            None => i64::MAX,
-        };
+        let top = filter.until.unwrap_or(i64::MAX);
         // Windows of a day, a week, a month, a year, then everything in scope;
         // each row's metadata only, then documents for the k newest.
         let now = chrono_now();

@@ -188,10 +188,10 @@ fn model_name(dir: &Path) -> String {
             .unwrap_or_default()
     };
     let own = name(dir);
-    if let Some(parent) = dir.parent().filter(|p| name(p) == "snapshots") {
-        if let Some(repo) = parent.parent() {
-            return name(repo).rsplit("--").next().unwrap_or(&own).to_string();
-        }
+    if let Some(parent) = dir.parent().filter(|p| name(p) == "snapshots")
+        && let Some(repo) = parent.parent()
+    {
+        return name(repo).rsplit("--").next().unwrap_or(&own).to_string();
     }
     if own.is_empty() || own == "model" {
         DEFAULT_MODEL.to_string()

@@ -225,7 +225,10 @@ mod tests {
 
     /// A one-thread HTTP double: answers each request with the next canned
     /// (status, body-from-request) response.
-    fn serve(responses: Vec<(u16, fn(&Value) -> Value)>) -> String {
+    /// A status and how to make the body from the request.
+    type Canned = (u16, fn(&Value) -> Value);
+
+    fn serve(responses: Vec<Canned>) -> String {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         std::thread::spawn(move || {

@@ -36,6 +36,7 @@ fn record(id: &str, ts: i64, platform: &str, text: &str) -> ChunkRecord {
 /// lexical stand-in's sparse hash vectors (most pairs orthogonal, like
 /// random vectors) it misses even clear nearest neighbours; real sentence
 /// embeddings are what it is built for.
+#[allow(clippy::print_stderr, reason = "a skipped test says why")]
 fn model() -> Option<MiniLm> {
     match minilm::resolve(None) {
         Some(dir) => Some(MiniLm::load(&dir).unwrap()),

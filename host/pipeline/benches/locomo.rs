@@ -14,6 +14,12 @@
 //! (`CHATMILL_LOCOMO=path/to/locomo10.json`; default: the shared corpus.)
 //! Embeddings are cached in `target/locomo-embeddings.sqlite3`.
 
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a benchmark prints its numbers and its set-up errors"
+)]
+
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -7,7 +7,11 @@
 //! `cargo bench -p chatmill-server --bench ack`
 //! (`CHATMILL_BENCH_TURNS`, `CHATMILL_BENCH_CLIENTS`)
 
-#![allow(clippy::print_stdout, reason = "a benchmark prints its numbers")]
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a benchmark prints its numbers and its set-up errors"
+)]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -179,10 +179,10 @@ pub fn run(
     raise_fd_limit();
     // Touch the embedding model once (weights paged in, kernels and
     // buffers set up) so the first turn does not pay for it.
-    if let Some(index) = &services.index {
-        if let Err(e) = index.embedder.embed(&["warm-up"]) {
-            tracing::warn!("embedding warm-up failed: {e}");
-        }
+    if let Some(index) = &services.index
+        && let Err(e) = index.embedder.embed(&["warm-up"])
+    {
+        tracing::warn!("embedding warm-up failed: {e}");
     }
     // The writer thread owns the inline writer.
     let (tx, rx) = std::sync::mpsc::channel::<Job>();

@@ -31,6 +31,7 @@ pub fn chroma_bin() -> Option<PathBuf> {
     p.is_file().then_some(p)
 }
 
+#[allow(clippy::print_stderr, reason = "a skipped test says why")]
 pub fn start() -> Option<Server> {
     let Some(bin) = chroma_bin() else {
         assert!(
