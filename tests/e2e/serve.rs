@@ -194,7 +194,14 @@ fn concurrent_clients_lose_nothing_and_keep_session_order() {
     let env = Env::new();
     let root = env.path("root");
     let server = Server::start(&env, &root, &env.path("s.sock"));
-    let (clients, turns) = (16u32, 25u32);
+    // The 32 clients × 200 turns (CHATMILL_LOAD=CxT for another size).
+    let (clients, turns) = std::env::var("CHATMILL_LOAD")
+        .ok()
+        .and_then(|v| {
+            let (c, t) = v.split_once('x')?;
+            Some((c.parse().ok()?, t.parse().ok()?))
+        })
+        .unwrap_or((32u32, 200u32));
     std::thread::scope(|s| {
         for c in 0..clients {
             let server = &server;
