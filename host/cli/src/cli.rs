@@ -172,6 +172,10 @@ pub struct SearchArgs {
     /// Favour newer chunks (hybrid): 0 (off) to about 1.
     #[arg(long, default_value_t = 0.0)]
     pub recency_boost: f32,
+    /// Weight of the keyword (BM25) ranking against the semantic one in
+    /// hybrid search.
+    #[arg(long, default_value_t = chatmill_index::KEYWORD_WEIGHT)]
+    pub keyword_weight: f32,
     /// Print JSON.
     #[arg(long, conflicts_with = "format")]
     pub json: bool,

@@ -329,13 +329,21 @@ fn main() {
         .iter()
         .map(|r| (r.chunk_id.as_str(), r.embed_text.as_str()))
         .collect();
-    for v in &variants {
+    // CHATMILL_LOCOMO_ONLY=text runs only the variants whose name has it.
+    let only = std::env::var("CHATMILL_LOCOMO_ONLY").unwrap_or_default();
+    for v in variants.iter().filter(|v| v.name.contains(only.as_str())) {
         let t = Instant::now();
         let mut sums = [0.0f64; 3];
         for q in &questions {
             let mut req = SearchRequest::new(&q.text);
             req.mode = v.mode;
             req.k = 10;
+            if let Some(w) = std::env::var("CHATMILL_LOCOMO_KW")
+                .ok()
+                .and_then(|w| w.parse().ok())
+            {
+                req.keyword_weight = w;
+            }
             req.filter = Filter {
                 agent_id: Some(q.sample.clone()),
                 ..Filter::default()

@@ -280,19 +280,40 @@ impl HeaderWriter for ExtractiveWriter {
         } else {
             String::new()
         };
+        // Where the exchange sits: the previous exchange's subject joins the
+        // first sentence so that four sentences are never exceeded.
+        let follows = input
+            .previous
+            .map(|prev| {
+                let about = if prev.topics.is_empty() {
+                    format!("\"{}\"", first_sentence(&prev.request, 120))
+                } else {
+                    join_topics(&prev.topics)
+                };
+                format!(", following an exchange about {about}")
+            })
+            .unwrap_or_default();
         match input.title.map(str::trim).filter(|t| !t.is_empty()) {
             Some(t) => sentences.push(format!(
-                "From a {platform} conversation titled \"{t}\"{date}{place}."
+                "From a {platform} conversation titled \"{t}\"{date}{place}{follows}."
             )),
-            None => sentences.push(format!("From a {platform} conversation{date}{place}.")),
+            None => sentences.push(format!(
+                "From a {platform} conversation{date}{place}{follows}."
+            )),
         }
         let request = key_sentence(input.user, 220);
         if !request.is_empty() {
             sentences.push(format!("The user asked: \"{request}\""));
         }
-        // What the reply brings that the request did not name: what a later
-        // search for the answer ("what did she paint?") would look for.
-        let reply: Vec<String> = topics_of(input.assistant)
+        if !topics.is_empty() {
+            sentences.push(format!("The exchange covers {}.", join_topics(&topics)));
+        }
+        // What the reply says and brings that the request did not name:
+        // what a later search for the answer ("what did she paint?") looks
+        // for. One sentence of it, not the reply (the embedding holds the
+        // header, so the whole reply would dilute it).
+        let gist = key_sentence(input.assistant, 160);
+        let brings: Vec<String> = topics_of(input.assistant)
             .into_iter()
             .filter(|r| {
                 !topics
@@ -300,29 +321,20 @@ impl HeaderWriter for ExtractiveWriter {
                     .any(|t| t.split(' ').any(|w| r.split(' ').any(|x| x == w)))
             })
             .collect();
-        match (topics.is_empty(), reply.is_empty()) {
+        match (gist.is_empty(), brings.is_empty()) {
             (false, false) => sentences.push(format!(
-                "The exchange covers {}; the reply brings in {}.",
-                join_topics(&topics),
-                join_topics(&reply)
+                "The reply says \"{}\" and brings in {}.",
+                gist.trim_end_matches(['.', '!', '?']),
+                join_topics(&brings)
             )),
-            (false, true) => {
-                sentences.push(format!("The exchange covers {}.", join_topics(&topics)));
-            }
+            (false, true) => sentences.push(format!(
+                "The reply says \"{}\".",
+                gist.trim_end_matches(['.', '!', '?'])
+            )),
             (true, false) => {
-                sentences.push(format!("The reply covers {}.", join_topics(&reply)));
+                sentences.push(format!("The reply brings in {}.", join_topics(&brings)));
             }
             (true, true) => {}
-        }
-        if let Some(prev) = input.previous {
-            let about = if prev.topics.is_empty() {
-                format!("\"{}\"", first_sentence(&prev.request, 120))
-            } else {
-                join_topics(&prev.topics)
-            };
-            sentences.push(format!(
-                "It follows an earlier exchange in the same conversation about {about}."
-            ));
         }
         Ok(Header {
             context: sentences.join(" "),
@@ -356,16 +368,22 @@ mod tests {
             previous: Some(&prev),
         };
         let h = ExtractiveWriter.write(&input).unwrap();
-        assert!(h.context.starts_with("From a Claude Code conversation titled \"invoice-tool\" on March 2, 2025 (exchange 2 of 2)."), "{}", h.context);
+        assert!(h.context.starts_with("From a Claude Code conversation titled \"invoice-tool\" on March 2, 2025 (exchange 2 of 2),"), "{}", h.context);
         assert!(h.context.contains("The user asked: \"Store amounts as integer cents in src/totals.rs and add a test for invoice 1042.\""), "{}", h.context);
         assert!(
             h.context
-                .contains("earlier exchange in the same conversation about invoice totals"),
+                .contains("(exchange 2 of 2), following an exchange about invoice totals."),
+            "{}",
+            h.context
+        );
+        assert!(
+            h.context
+                .contains("The reply says \"Done: totals are integer cents now; the sums_in_cents test reproduces invoice 1042\""),
             "{}",
             h.context
         );
         let sentences = h.context.matches(". ").count() + 1;
-        assert!((2..=5).contains(&sentences), "{}", h.context);
+        assert!((2..=4).contains(&sentences), "{}", h.context);
         assert!(
             !h.topics.is_empty() && h.topics.len() <= 3,
             "{:?}",
@@ -411,8 +429,15 @@ mod tests {
             previous: None,
         };
         let h = ExtractiveWriter.write(&input).unwrap();
-        assert!(h.context.contains("the reply brings in"), "{}", h.context);
+        assert!(h.context.contains("and brings in"), "{}", h.context);
         assert!(h.context.contains("sunrise"), "{}", h.context);
+        // The reply's first sentence says nothing; its gist is the next one.
+        assert!(
+            h.context
+                .contains("The reply says \"I painted a sunrise over the lake last year; painting"),
+            "{}",
+            h.context
+        );
         let sentences = h.context.matches(". ").count() + 1;
         assert!((2..=4).contains(&sentences), "{}", h.context);
     }
