@@ -1,7 +1,14 @@
 //! The batch pipeline on a large synthetic export (default ≥ 100,000 pairs;
-//! `CHATMILL_BENCH_PAIRS`): parse only, then the whole import (parse, chunk,
-//! header, write, manifest) with the built-in header writer, each stage in
-//! its own process so its peak memory (VmHWM) is its own.
+//! `CHATMILL_BENCH_PAIRS`), each stage in its own process so its peak memory
+//! (VmHWM) is its own:
+//! - `parse`: the sandboxed parser alone;
+//! - `import`: parse, chunk, header (built-in writer), write, manifest;
+//! - `indexed`: the same plus the embedded index, embeddings from the fast
+//!   lexical stand-in (the pipeline's own cost);
+//! - `model`: end to end with the real all-MiniLM-L6-v2 on the first
+//!   `CHATMILL_BENCH_MODEL_PAIRS` pairs (default 3,000, 0 skips; the model embeds ~25
+//!   texts/s here), reporting the share of the wall time spent inside the
+//!   model — what the rest of the pipeline costs on top of it.
 //!
 //! `cargo bench -p chatmill-pipeline --bench import`
 
@@ -15,7 +22,36 @@ use chatmill_pipeline::header::ExtractiveWriter;
 use chatmill_pipeline::import::{self, ImportOptions, Services};
 use chatmill_pipeline::processor::ProcessorConfig;
 use chatmill_pipeline::render::RenderOptions;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use chatmill_index::{Embedder, Index, IndexError, Lexical, MiniLm, SqliteStore, minilm};
 use chatmill_runtime::{AdapterSet, Builtin, Input, Limits, Runtime};
+
+/// An embedder that counts the time spent inside another.
+struct Timed<E> {
+    inner: E,
+    nanos: Arc<AtomicU64>,
+}
+
+impl<E: Embedder> Embedder for Timed<E> {
+    fn id(&self) -> &str {
+        self.inner.id()
+    }
+    fn dim(&self) -> usize {
+        self.inner.dim()
+    }
+    fn is_fallback(&self) -> bool {
+        self.inner.is_fallback()
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, IndexError> {
+        let t = Instant::now();
+        let out = self.inner.embed(texts);
+        self.nanos
+            .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        out
+    }
+}
 
 fn peak_rss_mib() -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -51,8 +87,34 @@ fn stage(name: &str, export: &Path, work: &Path) {
             }
             (pairs, 0)
         }
-        "import" => {
-            let root = work.join("root");
+        "import" | "indexed" | "model" => {
+            let root = work.join(format!("root-{name}"));
+            let nanos = Arc::new(AtomicU64::new(0));
+            let index = match name {
+                "indexed" => Some(Index::new(
+                    Arc::new(
+                        SqliteStore::open(&root.join(".chatmill/index.sqlite3")).expect("store"),
+                    ),
+                    Arc::new(Timed {
+                        inner: Lexical::default(),
+                        nanos: Arc::clone(&nanos),
+                    }),
+                )),
+                "model" => {
+                    let dir = minilm::resolve(None).expect("a model (scripts/setup-model.sh)");
+                    Some(Index::new(
+                        Arc::new(
+                            SqliteStore::open(&root.join(".chatmill/index.sqlite3"))
+                                .expect("store"),
+                        ),
+                        Arc::new(Timed {
+                            inner: MiniLm::load(&dir).expect("model loads"),
+                            nanos: Arc::clone(&nanos),
+                        }),
+                    ))
+                }
+                _ => None,
+            };
             let opts = ImportOptions {
                 root: root.clone(),
                 inputs: vec![export.to_path_buf()],
@@ -69,11 +131,20 @@ fn stage(name: &str, export: &Path, work: &Path) {
                 runtime: &rt,
                 adapters: &set,
                 header: &ExtractiveWriter,
-                indexer: None,
+                indexer: index.as_ref().map(|i| i as &dyn chatmill_index::Indexer),
             };
             let s = import::run(&svc, &opts, &mut |_| {}).expect("import");
             assert!(s.errors.is_empty(), "{s:?}");
             let pairs = (s.chunks_written + s.mechanical_excluded) as usize;
+            let embed = nanos.load(Ordering::Relaxed) as f64 / 1e9;
+            if index.is_some() {
+                let wall = started.elapsed().as_secs_f64();
+                println!(
+                    "{name:<8} time inside the embedder {embed:.2} s of {wall:.2} s ({:.1} %); everything else {:.2} s",
+                    100.0 * embed / wall,
+                    wall - embed
+                );
+            }
             (pairs, s.chunks_written as usize)
         }
         other => panic!("unknown stage {other}"),
@@ -122,7 +193,7 @@ fn main() {
     let me = std::env::current_exe().expect("own path");
     // Compile the adapters once, so no stage pays for it.
     runtime(&work.join("cache"));
-    for name in ["parse", "import"] {
+    for name in ["parse", "import", "indexed"] {
         let status = std::process::Command::new(&me)
             .args(["--stage", name])
             .arg(&export)
@@ -131,4 +202,30 @@ fn main() {
             .expect("stage runs");
         assert!(status.success(), "stage {name} failed");
     }
+    // End to end with the real model, on a smaller export of the same kind.
+    let small: usize = std::env::var("CHATMILL_BENCH_MODEL_PAIRS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3_000);
+    if small == 0 {
+        return;
+    }
+    if minilm::resolve(None).is_none() {
+        println!("model    skipped: no embedding model (run scripts/setup-model.sh)");
+        return;
+    }
+    let export = work.join("small.json");
+    let g = chatmill_synth::chatgpt_export(&export, chatmill_synth::Limit::Pairs(small))
+        .expect("synthetic export");
+    println!(
+        "synthetic ChatGPT export for the real model: {} conversations, {} pairs",
+        g.conversations, g.pairs
+    );
+    let status = std::process::Command::new(&me)
+        .args(["--stage", "model"])
+        .arg(&export)
+        .arg(&work)
+        .status()
+        .expect("stage runs");
+    assert!(status.success(), "stage model failed");
 }
