@@ -13,6 +13,9 @@
 //! `cargo bench -p chatmill-pipeline --bench locomo`
 //! (`CHATMILL_LOCOMO=path/to/locomo10.json`; default: the shared corpus.)
 //! Embeddings are cached in `target/locomo-embeddings.sqlite3`.
+//! For tuning: `CHATMILL_LOCOMO_KW=W` sets hybrid's BM25 weight,
+//! `CHATMILL_LOCOMO_ONLY=text` runs only the variants whose name has it,
+//! `CHATMILL_LOCOMO_SHOW=N` prints the first N questions hybrid misses.
 
 #![allow(
     clippy::print_stdout,
