@@ -445,6 +445,31 @@ fn wrong_field_types_do_not_fail_the_conversation() {
 }
 
 #[test]
+fn citation_markers_are_found_at_every_offset() {
+    // The scan reads eight bytes at a time: a marker must be found wherever
+    // it falls relative to those words, and other non-ASCII text is kept.
+    for pad in 0..20 {
+        let before = "p".repeat(pad);
+        let text = format!("{before}【1†source】 café");
+        assert_eq!(
+            strip_citation_markers(&text),
+            format!("{before} café"),
+            "pad {pad}"
+        );
+        let text = format!("{before}\u{e200}cite\u{e202}x\u{e201}.");
+        assert_eq!(
+            strip_citation_markers(&text),
+            format!("{before}."),
+            "pad {pad}"
+        );
+    }
+    assert!(matches!(
+        strip_citation_markers("naïve café — “quoted” 🙂"),
+        std::borrow::Cow::Borrowed(_)
+    ));
+}
+
+#[test]
 fn citation_markers_are_stripped() {
     assert_eq!(
         strip_citation_markers("a【6†source】【7†source】. b"),
