@@ -445,6 +445,26 @@ fn wrong_field_types_do_not_fail_the_conversation() {
 }
 
 #[test]
+fn bytes_that_are_not_utf8_outside_read_fields_do_not_fail_the_conversation() {
+    // Behind the host the input is always UTF-8; natively it may not be.
+    // An element that is not is read byte-wise (`from_slice`), which only
+    // checks the strings it keeps.
+    let good = json!([{"id": "c", "mapping": {
+        "u": {"parent": null, "children": [], "message": {"author": {"role": "user"},
+              "content": {"content_type": "text", "parts": ["hello there"]}}}},
+        "current_node": "u", "junk": "JUNK"}])
+    .to_string();
+    let bad = good.replace("JUNK", "\u{1}").into_bytes();
+    let bad: Vec<u8> = bad
+        .into_iter()
+        .map(|b| if b == 1 { 0xE9 } else { b })
+        .collect();
+    assert!(std::str::from_utf8(&bad).is_err());
+    let c = &parse_bytes(&bad).unwrap()[0];
+    assert_eq!(texts(&c.pairs[0].user), ["hello there"]);
+}
+
+#[test]
 fn citation_markers_are_found_at_every_offset() {
     // The scan reads eight bytes at a time: a marker must be found wherever
     // it falls relative to those words, and other non-ASCII text is kept.

@@ -151,7 +151,11 @@ fn location(element: &Element) -> Location {
 }
 
 fn parse_element(element: &Element, first: bool) -> Result<Conversation, ParseError> {
-    let raw: LObj<RawConv> = serde_json::from_slice(&element.bytes).map_err(|e| {
+    let parsed = match element.text() {
+        Some(text) => serde_json::from_str(text),
+        None => serde_json::from_slice(&element.bytes),
+    };
+    let raw: LObj<RawConv> = parsed.map_err(|e| {
         ParseError::malformed(format!("conversation is not valid JSON: {e}")).at(location(element))
     })?;
     let Some(raw) = raw.0 else {

@@ -24,6 +24,16 @@ pub struct Element {
     pub bytes: Vec<u8>,
 }
 
+impl Element {
+    /// The element as text, when it is valid UTF-8 (always, behind the
+    /// host's normalization). Checked once, whole and with SIMD, so that
+    /// `serde_json::from_str` over it skips checking string by string —
+    /// which `from_slice` does, a word at a time.
+    pub fn text(&self) -> Option<&str> {
+        simdutf8::basic::from_utf8(&self.bytes).ok()
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     Start,
@@ -202,7 +212,7 @@ impl<R: Read> JsonStream<R> {
                     // Most of a document is string content: jump to the
                     // next quote or backslash instead of stepping the state
                     // machine byte by byte.
-                    match chunk[i..].iter().position(|&c| c == b'"' || c == b'\\') {
+                    match memchr::memchr2(b'"', b'\\', &chunk[i..]) {
                         None => {
                             i = chunk.len();
                             continue;
@@ -476,6 +486,19 @@ mod tests {
             n += 1;
         }
         assert_eq!(n, got.len());
+    }
+
+    #[test]
+    fn element_text_is_the_bytes_when_they_are_utf8() {
+        let mut s = JsonStream::new(
+            &b"[\"caf\xc3\xa9 \xe2\x80\x94 \xf0\x9f\x98\x80\", \"\xe9t\xe9\"]"[..],
+            &[],
+        );
+        let ok = s.next_element().unwrap().unwrap();
+        assert_eq!(ok.text(), Some("\"café — 😀\""));
+        // Latin-1 bytes are not UTF-8: no text (the caller reads the bytes).
+        let bad = s.next_element().unwrap().unwrap();
+        assert_eq!(bad.text(), None);
     }
 
     #[test]

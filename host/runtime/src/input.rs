@@ -4,7 +4,7 @@
 
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use encoding_rs::{Decoder, Encoding, UTF_16BE, UTF_16LE, WINDOWS_1252};
 use serde::Serialize;
@@ -18,6 +18,9 @@ pub struct Input {
     display: String,
     size: Option<u64>,
     opener: Arc<Opener>,
+    /// Found once (a full read for a file without a BOM), shared by clones:
+    /// sniffing and parsing the same input do not read it through twice.
+    encoding: Arc<OnceLock<TextEncoding>>,
 }
 
 impl std::fmt::Debug for Input {
@@ -53,6 +56,7 @@ impl Input {
             display,
             size,
             opener: Arc::new(move || Ok(Box::new(fs_err::File::open(&p)?) as Box<dyn Read + Send>)),
+            encoding: Arc::default(),
         }
     }
 
@@ -67,6 +71,7 @@ impl Input {
             opener: Arc::new(move || {
                 Ok(Box::new(io::Cursor::new(Arc::clone(&bytes))) as Box<dyn Read + Send>)
             }),
+            encoding: Arc::default(),
         }
     }
 
@@ -82,6 +87,7 @@ impl Input {
             display: display.into(),
             size,
             opener: Arc::new(opener),
+            encoding: Arc::default(),
         }
     }
 
@@ -106,8 +112,17 @@ impl Input {
     }
 
     /// Finds the input's encoding (reads it through once when it has no BOM,
-    /// to tell UTF-8 from Windows-1252).
+    /// to tell UTF-8 from Windows-1252; later calls, on this input or its
+    /// clones, reuse the answer).
     pub fn detect_encoding(&self) -> io::Result<TextEncoding> {
+        if let Some(e) = self.encoding.get() {
+            return Ok(*e);
+        }
+        let e = self.read_encoding()?;
+        Ok(*self.encoding.get_or_init(|| e))
+    }
+
+    fn read_encoding(&self) -> io::Result<TextEncoding> {
         let mut r = self.open_raw()?;
         let mut head = [0u8; 4096];
         let n = read_full(&mut r, &mut head)?;
@@ -315,7 +330,7 @@ impl<R: Read> Read for LineEndings<R> {
             let start = if self.after_cr && buf[0] == b'\n' {
                 Some(0)
             } else {
-                buf[..n].iter().position(|&b| b == b'\r')
+                memchr::memchr(b'\r', &buf[..n])
             };
             let Some(start) = start else {
                 self.after_cr = false;
@@ -349,6 +364,28 @@ mod tests {
         let mut s = String::new();
         r.read_to_string(&mut s).unwrap();
         (s, enc)
+    }
+
+    #[test]
+    fn the_encoding_is_found_by_one_read_shared_by_clones() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let opens = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&opens);
+        let input = Input::from_opener("a.json", "a.zip!a.json", None, move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+            Ok(Box::new(io::Cursor::new(b"caf\xe9 \r\n".to_vec())) as Box<dyn Read + Send>)
+        });
+        let clone = input.clone();
+        assert_eq!(input.detect_encoding().unwrap(), TextEncoding::Windows1252);
+        assert_eq!(opens.load(Ordering::SeqCst), 1);
+        // Sniffing and parsing a clone open the bytes, but read them through
+        // for the encoding no more.
+        assert_eq!(clone.head(64).unwrap(), "café \n".as_bytes());
+        let (mut r, enc) = clone.open_normalized().unwrap();
+        let mut s = String::new();
+        r.read_to_string(&mut s).unwrap();
+        assert_eq!((s.as_str(), enc), ("café \n", TextEncoding::Windows1252));
+        assert_eq!(opens.load(Ordering::SeqCst), 3);
     }
 
     #[test]
