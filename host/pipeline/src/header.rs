@@ -7,6 +7,8 @@
 //! in behind the same trait.
 
 use chrono::{DateTime, Utc};
+use std::borrow::Cow;
+
 use rustc_hash::{FxHashMap, FxHashSet};
 
 /// What a header is written from. Everything comes from the same
@@ -89,28 +91,25 @@ fn stopwords() -> &'static FxHashSet<&'static str> {
     SET.get_or_init(|| STOPWORDS.split_whitespace().collect())
 }
 
+/// ASCII separators (whitespace and punctuation that never sits inside a
+/// word or an identifier), as a table: this runs on every character.
+const ASCII_SEPARATORS: [bool; 128] = {
+    let mut table = [false; 128];
+    let seps = b" \t\n\r\x0b\x0c,;:!?()[]{}\"'`<>|*";
+    let mut i = 0;
+    while i < seps.len() {
+        table[seps[i] as usize] = true;
+        i += 1;
+    }
+    table
+};
+
 fn is_separator(c: char) -> bool {
-    c.is_whitespace()
-        || matches!(
-            c,
-            ',' | ';'
-                | ':'
-                | '!'
-                | '?'
-                | '('
-                | ')'
-                | '['
-                | ']'
-                | '{'
-                | '}'
-                | '"'
-                | '\''
-                | '`'
-                | '<'
-                | '>'
-                | '|'
-                | '*'
-        )
+    if c.is_ascii() {
+        ASCII_SEPARATORS[c as usize]
+    } else {
+        c.is_whitespace()
+    }
 }
 
 /// Words, keeping identifiers (`src/totals.rs`, `snake_case`, `C++`) whole.
@@ -124,7 +123,27 @@ fn tokens(text: &str) -> impl Iterator<Item = &str> {
 }
 
 fn is_identifier(t: &str) -> bool {
-    t.bytes().any(|b| matches!(b, b'_' | b'/' | b'.')) || t.chars().skip(1).any(char::is_uppercase)
+    let b = t.as_bytes();
+    b.iter().any(|b| matches!(b, b'_' | b'/' | b'.'))
+        || if t.is_ascii() {
+            b.iter().skip(1).any(u8::is_ascii_uppercase)
+        } else {
+            t.chars().skip(1).any(char::is_uppercase)
+        }
+}
+
+/// `t` lowercased, borrowed when it already is.
+fn lowercase(t: &str) -> Cow<'_, str> {
+    let upper = if t.is_ascii() {
+        t.bytes().any(|b| b.is_ascii_uppercase())
+    } else {
+        t.chars().any(char::is_uppercase)
+    };
+    match (upper, t.is_ascii()) {
+        (false, _) => Cow::Borrowed(t),
+        (true, true) => Cow::Owned(t.to_ascii_lowercase()),
+        (true, false) => Cow::Owned(t.to_lowercase()),
+    }
 }
 
 /// The longest prefix of `s` with at most `n` chars.
@@ -132,58 +151,76 @@ fn prefix_chars(s: &str, n: usize) -> &str {
     s.char_indices().nth(n).map_or(s, |(i, _)| &s[..i])
 }
 
+/// How much of a reply its topics are drawn from.
+const REPLY_CHARS: usize = 4000;
+
+/// A token as it counts for topics: identifiers as written (and flagged),
+/// other words lowercased; `None` for a stopword, which also ends a phrase.
+type Key<'a> = Option<(Cow<'a, str>, bool)>;
+
+fn keys(text: &str) -> Vec<Key<'_>> {
+    let stop = stopwords();
+    tokens(text)
+        .map(|t| {
+            let lower = lowercase(t);
+            if stop.contains(lower.as_ref()) {
+                None
+            } else if is_identifier(t) {
+                Some((Cow::Borrowed(t), true))
+            } else {
+                Some((lower, false))
+            }
+        })
+        .collect()
+}
+
 /// 1–3 topics: the most salient terms and two-word phrases of the request,
 /// weighted by the title and the answer.
 pub fn topics(title: Option<&str>, user: &str, assistant: &str) -> Vec<String> {
-    let stop = stopwords();
+    let reply = keys(prefix_chars(assistant, REPLY_CHARS));
+    topics_with(title, user, &reply)
+}
+
+/// [`topics`] with the reply's keys already made.
+fn topics_with(title: Option<&str>, user: &str, reply: &[Key<'_>]) -> Vec<String> {
+    let title = keys(title.unwrap_or(""));
+    let user = keys(user);
+    rank(&[(&title, 2.0), (&user, 3.0), (reply, 0.5)])
+}
+
+/// The best 1–3 terms over weighted token streams: each word counts its
+/// weight (identifiers 1.5×), each two-word phrase 1.6×; terms under 1.5
+/// are dropped.
+fn rank(sources: &[(&[Key<'_>], f64)]) -> Vec<String> {
     // Short keys, hashed a lot: FxHash (no DoS concern in local text).
-    let mut score: FxHashMap<String, f64> = FxHashMap::default();
-    let mut bump = |key: &str, by: f64| match score.get_mut(key) {
-        Some(v) => *v += by,
-        None => {
-            score.insert(key.to_string(), by);
-        }
-    };
+    let mut score: FxHashMap<Cow<'_, str>, f64> = FxHashMap::default();
     let mut pair = String::new();
-    let mut add = |text: &str, weight: f64| {
-        // Each kept token (or `None` for a stopword), as the key it counts
-        // under: identifiers as written, other words lowercased.
-        let keep: Vec<Option<(std::borrow::Cow<'_, str>, bool)>> = tokens(text)
-            .map(|t| {
-                let lower: std::borrow::Cow<'_, str> = if t.chars().any(char::is_uppercase) {
-                    t.to_lowercase().into()
-                } else {
-                    t.into()
-                };
-                if stop.contains(lower.as_ref()) {
-                    return None;
-                }
-                Some(if is_identifier(t) {
-                    (t.into(), true)
-                } else {
-                    let ident = is_identifier(&lower);
-                    (lower, ident)
-                })
-            })
-            .collect();
-        for (i, k) in keep.iter().enumerate() {
+    for (keys, weight) in sources {
+        for (i, k) in keys.iter().enumerate() {
             let Some((k, ident)) = k else { continue };
-            bump(k, weight * if *ident { 1.5 } else { 1.0 });
-            if let Some(Some((next, _))) = keep.get(i + 1) {
+            let by = weight * if *ident { 1.5 } else { 1.0 };
+            match score.get_mut(k.as_ref()) {
+                Some(v) => *v += by,
+                None => {
+                    score.insert(k.clone(), by);
+                }
+            }
+            if let Some(Some((next, _))) = keys.get(i + 1) {
                 pair.clear();
                 pair.push_str(k);
                 pair.push(' ');
                 pair.push_str(next);
-                bump(&pair, weight * 1.6);
+                match score.get_mut(pair.as_str()) {
+                    Some(v) => *v += weight * 1.6,
+                    None => {
+                        score.insert(Cow::Owned(pair.clone()), weight * 1.6);
+                    }
+                }
             }
         }
-    };
-    if let Some(t) = title {
-        add(t, 2.0);
     }
-    add(user, 3.0);
-    add(prefix_chars(assistant, 4000), 0.5);
-    let mut ranked: Vec<(String, f64)> = score.into_iter().filter(|(_, s)| *s >= 1.5).collect();
+    let mut ranked: Vec<(Cow<'_, str>, f64)> =
+        score.into_iter().filter(|(_, s)| *s >= 1.5).collect();
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     let mut out: Vec<String> = Vec::new();
     for (term, _) in ranked {
@@ -193,17 +230,12 @@ pub fn topics(title: Option<&str>, user: &str, assistant: &str) -> Vec<String> {
         if out.iter().any(|o| o.split(' ').any(|w| words.contains(&w))) {
             continue;
         }
-        out.push(term);
+        out.push(term.into_owned());
         if out.len() == 3 {
             break;
         }
     }
     out
-}
-
-/// 1–3 salient terms of one text on its own (the reply's own topics).
-fn topics_of(text: &str) -> Vec<String> {
-    topics(None, prefix_chars(text, 4000), "")
 }
 
 /// The first sentence of `text`, whitespace folded, at most `max` chars.
@@ -230,7 +262,10 @@ pub fn first_sentence(text: &str, max: usize) -> String {
 /// content words ("Thanks, Melanie!" and "Wow!" carry nothing), else the
 /// first; whitespace folded, at most `max` chars.
 pub fn key_sentence(text: &str, max: usize) -> String {
-    let folded = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    // Six sentences fit in this much of a long text; folding the whole of a
+    // long reply was a pass and a copy of it per chunk.
+    let head = prefix_chars(text, REPLY_CHARS);
+    let folded = head.split_whitespace().collect::<Vec<_>>().join(" ");
     let stop = stopwords();
     let mut start = 0;
     let mut first: Option<String> = None;
@@ -245,13 +280,22 @@ pub fn key_sentence(text: &str, max: usize) -> String {
             .find(|&(i, c)| matches!(c, '.' | '?' | '!') && rest[i + 1..].starts_with(' '))
             .map_or(rest.len(), |(i, c)| i + c.len_utf8());
         let s = &rest[..end];
+        // A sentence running into the cut goes on past it.
+        let sentence = || {
+            let out = first_sentence(s, max);
+            if end == rest.len() && head.len() < text.len() && !out.ends_with('…') {
+                format!("{out}…")
+            } else {
+                out
+            }
+        };
         let content = tokens(s)
-            .filter(|t| !stop.contains(t.to_lowercase().as_str()))
+            .filter(|t| !stop.contains(lowercase(t).as_ref()))
             .count();
         if content >= 2 {
-            return first_sentence(s, max);
+            return sentence();
         }
-        first.get_or_insert_with(|| first_sentence(s, max));
+        first.get_or_insert_with(sentence);
         start += end + 1;
     }
     first.unwrap_or_default()
@@ -268,7 +312,9 @@ fn join_topics(t: &[String]) -> String {
 
 impl HeaderWriter for ExtractiveWriter {
     fn write(&self, input: &HeaderInput<'_>) -> Result<Header, HeaderError> {
-        let topics = topics(input.title, input.user, input.assistant);
+        // The reply is tokenized once, for the chunk's topics and its own.
+        let reply = keys(prefix_chars(input.assistant, REPLY_CHARS));
+        let topics = topics_with(input.title, input.user, &reply);
         let mut sentences = Vec::new();
         let platform = platform_name(input.platform);
         let date = input
@@ -313,7 +359,7 @@ impl HeaderWriter for ExtractiveWriter {
         // for. One sentence of it, not the reply (the embedding holds the
         // header, so the whole reply would dilute it).
         let gist = key_sentence(input.assistant, 160);
-        let brings: Vec<String> = topics_of(input.assistant)
+        let brings: Vec<String> = rank(&[(&reply, 3.0)])
             .into_iter()
             .filter(|r| {
                 !topics
@@ -414,6 +460,13 @@ mod tests {
             "Fix the flaky test in src/a.rs today."
         );
         assert_eq!(key_sentence("", 200), "");
+        // A long run-on text: the sentence is cut at the scanned prefix and
+        // says so.
+        let long = "word ".repeat(2000);
+        let got = key_sentence(&long, 200);
+        assert!(got.ends_with('…') && got.chars().count() <= 201, "{got}");
+        let fits = format!("{}end", "x ".repeat(1999));
+        assert!(key_sentence(&fits, 5000).ends_with('…'));
     }
 
     #[test]
@@ -440,6 +493,56 @@ mod tests {
         );
         let sentences = h.context.matches(". ").count() + 1;
         assert!((2..=4).contains(&sentences), "{}", h.context);
+    }
+
+    #[test]
+    fn the_separator_table_is_the_separator_set() {
+        let old = |c: char| {
+            c.is_whitespace()
+                || matches!(
+                    c,
+                    ',' | ';'
+                        | ':'
+                        | '!'
+                        | '?'
+                        | '('
+                        | ')'
+                        | '['
+                        | ']'
+                        | '{'
+                        | '}'
+                        | '"'
+                        | '\''
+                        | '`'
+                        | '<'
+                        | '>'
+                        | '|'
+                        | '*'
+                )
+        };
+        for c in (0..=0x3000u32).filter_map(char::from_u32) {
+            assert_eq!(is_separator(c), old(c), "{c:?}");
+        }
+    }
+
+    #[test]
+    fn words_lowercase_and_identifiers_stay_as_written() {
+        let k = keys("Fix the Parser in src/Lexer.rs, Été and camelCase please");
+        let got: Vec<(String, bool)> = k
+            .into_iter()
+            .flatten()
+            .map(|(k, ident)| (k.into_owned(), ident))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("fix".to_string(), false),
+                ("parser".into(), false),
+                ("src/Lexer.rs".into(), true),
+                ("été".into(), false),
+                ("camelCase".into(), true),
+            ]
+        );
     }
 
     #[test]
