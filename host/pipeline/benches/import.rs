@@ -15,6 +15,10 @@
 #![allow(clippy::print_stdout, reason = "a benchmark prints its numbers")]
 
 use std::path::{Path, PathBuf};
+
+// The allocator the `chatmill` binary uses.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::time::Instant;
 
 use chatmill_pipeline::chunker::ChunkerConfig;
