@@ -456,17 +456,21 @@ impl Store for SqliteStore {
         let mut conn = self.conn();
         let stored_dim: Option<usize> = self.meta_get(&conn, "dim")?.and_then(|d| d.parse().ok());
         let stored_model = self.meta_get(&conn, "model")?;
-        let count: i64 = conn
-            .query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))
-            .map_err(|e| self.e(e))?;
         let other_model = stored_model.as_deref().is_some_and(|m| m != model);
-        if let Some(found) = stored_dim.filter(|d| (*d != dim || other_model) && count > 0) {
-            return Err(IndexError::DimensionMismatch {
-                found,
-                found_model: stored_model.unwrap_or_default(),
-                model: model.to_string(),
-                dim,
-            });
+        // Only on a mismatch does it matter whether the index is empty (an
+        // empty one takes any model); `count(*)` per batch was a scan each.
+        if let Some(found) = stored_dim.filter(|d| *d != dim || other_model) {
+            let empty: bool = conn
+                .query_row("SELECT NOT EXISTS (SELECT 1 FROM chunks)", [], |r| r.get(0))
+                .map_err(|e| self.e(e))?;
+            if !empty {
+                return Err(IndexError::DimensionMismatch {
+                    found,
+                    found_model: stored_model.unwrap_or_default(),
+                    model: model.to_string(),
+                    dim,
+                });
+            }
         }
         let tx = conn.transaction().map_err(|e| self.e(e))?;
         {
