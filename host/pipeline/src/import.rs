@@ -288,24 +288,32 @@ const INDEX_BATCH: usize = 256;
 /// A failed index call: how many chunks it left out, and why.
 type IndexFailure = Option<(u32, chatmill_index::IndexError)>;
 
-/// Indexes the pending records (the chunk files are already written).
-fn flush(
-    indexer: &dyn Indexer,
-    pending: &mut Vec<ChunkRecord>,
-    summary: &mut Summary,
-    failure: &mut IndexFailure,
-) {
-    if pending.is_empty() {
-        return;
-    }
-    match indexer.index(pending) {
-        Ok(()) => summary.chunks_indexed += pending.len() as u32,
-        Err(e) => {
-            let n = pending.len() as u32 + failure.as_ref().map_or(0, |f| f.0);
-            *failure = Some((n, e));
+/// What an index thread did: chunks indexed, and those it left out with
+/// the last error.
+#[derive(Default)]
+struct Indexed {
+    chunks: u32,
+    failure: IndexFailure,
+}
+
+impl Indexed {
+    fn add(&mut self, indexer: &dyn Indexer, batch: &[ChunkRecord]) {
+        match indexer.index(batch) {
+            Ok(()) => self.chunks += batch.len() as u32,
+            Err(e) => {
+                let n = batch.len() as u32 + self.failure.as_ref().map_or(0, |f| f.0);
+                self.failure = Some((n, e));
+            }
         }
     }
-    pending.clear();
+
+    fn merge_into(self, summary: &mut Summary, failure: &mut IndexFailure) {
+        summary.chunks_indexed += self.chunks;
+        if let Some((n, e)) = self.failure {
+            let before = failure.as_ref().map_or(0, |f| f.0);
+            *failure = Some((before + n, e));
+        }
+    }
 }
 
 /// Processes one input (unless the manifest already has it with the same
@@ -446,51 +454,83 @@ fn import_one(
                 }
             }
         });
-        // Conversations are chunked and given headers in parallel, a batch
-        // at a time, and recorded in their order (so the output never
-        // depends on timing).
-        let mut batch: Vec<chatmill_model::Conversation> = Vec::new();
-        let mut rx = rx.into_iter().peekable();
-        while let Some(conv) = rx.next() {
-            let conv = conv?;
-            let batch_pairs: usize = batch.iter().map(|c| c.pairs.len()).sum();
-            batch.push(conv);
-            if batch_pairs < PARALLEL_PAIRS && rx.peek().is_some() {
-                continue;
-            }
-            let done: Vec<Result<Prepared, ProcessError>> = {
-                let p = &*processor;
-                let m = &*manifest;
-                batch
-                    .par_iter()
-                    .map(|c| p.prepare(c, &item.file_name, mtime, m, None))
-                    .collect()
-            };
-            for (conv, prepared) in batch.drain(..).zip(done) {
-                pairs += conv.pairs.len();
-                skipped_by_adapter += conv.skipped.values().sum::<u32>();
-                let out = processor.commit(prepared.map_err(|e| e.to_string())?, manifest);
-                summary.chunks_written += out.written.len() as u32;
-                summary.duplicates_skipped += out.duplicates;
-                summary.mechanical_excluded += out.excluded;
-                for w in out.written {
-                    if w.header_pending {
-                        backfill.push(&w.chunk_id, &w.record.meta.path);
+        // Full batches are indexed on their own thread, overlapping the
+        // chunking of the next ones (the store's inserts or the embedding
+        // model take as long as everything else); in order, one at a time.
+        let (index_tx, index_thread) = match svc.indexer {
+            Some(indexer) => {
+                let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<ChunkRecord>>(2);
+                let thread = scope.spawn(move || {
+                    let mut done = Indexed::default();
+                    for batch in rx {
+                        done.add(indexer, &batch);
                     }
-                    record.chunk_ids.push(w.chunk_id);
-                    if let Some(indexer) = svc.indexer {
-                        pending.push(w.record);
-                        if pending.len() >= INDEX_BATCH {
-                            flush(indexer, &mut pending, summary, index_failure);
+                    done
+                });
+                (Some(tx), Some(thread))
+            }
+            None => (None, None),
+        };
+        let chunk_all = || -> Result<(), String> {
+            // Conversations are chunked and given headers in parallel, a batch
+            // at a time, and recorded in their order (so the output never
+            // depends on timing).
+            let mut batch: Vec<chatmill_model::Conversation> = Vec::new();
+            let mut rx = rx.into_iter().peekable();
+            while let Some(conv) = rx.next() {
+                let conv = conv?;
+                let batch_pairs: usize = batch.iter().map(|c| c.pairs.len()).sum();
+                batch.push(conv);
+                if batch_pairs < PARALLEL_PAIRS && rx.peek().is_some() {
+                    continue;
+                }
+                let done: Vec<Result<Prepared, ProcessError>> = {
+                    let p = &*processor;
+                    let m = &*manifest;
+                    batch
+                        .par_iter()
+                        .map(|c| p.prepare(c, &item.file_name, mtime, m, None))
+                        .collect()
+                };
+                for (conv, prepared) in batch.drain(..).zip(done) {
+                    pairs += conv.pairs.len();
+                    skipped_by_adapter += conv.skipped.values().sum::<u32>();
+                    let out = processor.commit(prepared.map_err(|e| e.to_string())?, manifest);
+                    summary.chunks_written += out.written.len() as u32;
+                    summary.duplicates_skipped += out.duplicates;
+                    summary.mechanical_excluded += out.excluded;
+                    for w in out.written {
+                        if w.header_pending {
+                            backfill.push(&w.chunk_id, &w.record.meta.path);
+                        }
+                        record.chunk_ids.push(w.chunk_id);
+                        if let Some(tx) = &index_tx {
+                            pending.push(w.record);
+                            if pending.len() >= INDEX_BATCH {
+                                // The index thread only ends when this sender
+                                // is dropped, so the send cannot fail.
+                                let _ = tx.send(std::mem::take(&mut pending));
+                            }
                         }
                     }
                 }
             }
+            Ok(())
+        };
+        let chunked = chunk_all();
+        drop(index_tx);
+        if let Some(thread) = index_thread {
+            let done = thread
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            done.merge_into(summary, index_failure);
         }
-        Ok(())
+        chunked
     });
-    if let Some(indexer) = svc.indexer {
-        flush(indexer, &mut pending, summary, index_failure);
+    if let Some(indexer) = svc.indexer.filter(|_| !pending.is_empty()) {
+        let mut done = Indexed::default();
+        done.add(indexer, &pending);
+        done.merge_into(summary, index_failure);
     }
     if !backfill.is_empty() {
         summary.headers_pending += backfill.len() as u32;
