@@ -18,6 +18,8 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
+#[cfg(feature = "minilm")]
+mod bert;
 pub mod cache;
 pub mod chroma;
 pub mod embedded;
