@@ -125,6 +125,15 @@ fn main() {
         ("keyword (BM25)", Mode::Keyword, Filter::default()),
         ("hybrid", Mode::Hybrid, Filter::default()),
         ("hybrid + filter", Mode::Hybrid, filtered),
+        // A small scope: its common words are counted and dropped.
+        (
+            "hybrid, one conversation",
+            Mode::Hybrid,
+            Filter {
+                conversation_id: Some(format!("conv-{}", n / 40)),
+                ..Filter::default()
+            },
+        ),
         ("recent", Mode::Recent, Filter::default()),
     ];
     // Warm the in-memory vectors once (loaded on first vector search).

@@ -6,7 +6,7 @@
 //! - `indexed`: the same plus the embedded index, embeddings from the fast
 //!   lexical stand-in (the pipeline's own cost);
 //! - `model`: end to end with the real all-MiniLM-L6-v2 on the first
-//!   `CHATMILL_BENCH_MODEL_PAIRS` pairs (default 3,000, 0 skips; the model embeds ~25
+//!   `CHATMILL_BENCH_MODEL_PAIRS` pairs (default 3,000, 0 skips; the model embeds ~40
 //!   texts/s here), reporting the share of the wall time spent inside the
 //!   model — what the rest of the pipeline costs on top of it.
 //!

@@ -195,6 +195,8 @@ fn main() {
     let mut records: Vec<ChunkRecord> = Vec::new();
     // chunk id → the dialog ids it holds.
     let mut holds: HashMap<String, Vec<String>> = HashMap::new();
+    // chunk id → the sample (conversation pair) it belongs to.
+    let mut owner: HashMap<String, String> = HashMap::new();
     let mut questions = Vec::new();
     for sample in data.as_array().expect("a list of samples") {
         let sid = sample["sample_id"].as_str().unwrap_or("conv").to_string();
@@ -218,6 +220,7 @@ fn main() {
                     .flat_map(|i| dia.get(&i).cloned().unwrap_or_default())
                     .collect();
                 holds.insert(w.chunk_id.clone(), ids);
+                owner.insert(w.chunk_id.clone(), sid.clone());
                 records.push(w.record);
             }
         }
@@ -383,7 +386,10 @@ fn main() {
                         );
                     }
                     for (id, ids) in &holds {
-                        if ids.iter().any(|d| q.evidence.contains(d)) {
+                        // Dialog ids repeat across samples: only this one's.
+                        if owner.get(id) == Some(&q.sample)
+                            && ids.iter().any(|d| q.evidence.contains(d))
+                        {
                             println!(
                                 "  WANT {ids:?}: {}",
                                 embed_text
