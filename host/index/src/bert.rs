@@ -387,28 +387,41 @@ fn matmul(dst: &mut [f32], a: &[f32], w: &[f32], m: usize, k: usize, n: usize, a
     }
 }
 
-/// [`softmax_masked`] over each row of `scores` (rows of `mask.len()`),
-/// compiled for AVX2 too, like [`bias_gelu`].
-fn softmax_rows(scores: &mut [f32], mask: &[u32]) {
-    #[inline(always)]
-    fn body(scores: &mut [f32], mask: &[u32]) {
+/// Defines a function whose body is compiled twice: for AVX2 — twice the
+/// lanes of the x86-64 baseline the crate is built for — taken at run time
+/// when the CPU has it, and for the baseline. (A function taking a closure
+/// does not do: the closure is not inlined into the `#[target_feature]`
+/// copy and runs at baseline width.)
+macro_rules! vectorized_fn {
+    ($(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),*) $body:block) => {
+        $(#[$doc])*
+        fn $name($($arg: $ty),*) {
+            #[inline(always)]
+            fn body($($arg: $ty),*) $body
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx2")]
+                fn avx2($($arg: $ty),*) {
+                    body($($arg),*);
+                }
+                if std::arch::is_x86_feature_detected!("avx2") {
+                    // SAFETY: the CPU was just found to support AVX2.
+                    unsafe { avx2($($arg),*) };
+                    return;
+                }
+            }
+            body($($arg),*);
+        }
+    };
+}
+
+vectorized_fn! {
+    /// [`softmax_masked`] over each row of `scores` (rows of `mask.len()`).
+    fn softmax_rows(scores: &mut [f32], mask: &[u32]) {
         for row in scores.chunks_mut(mask.len()) {
             softmax_masked(row, mask);
         }
     }
-    #[cfg(target_arch = "x86_64")]
-    {
-        #[target_feature(enable = "avx2")]
-        fn avx2(scores: &mut [f32], mask: &[u32]) {
-            body(scores, mask);
-        }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU was just found to support AVX2.
-            unsafe { avx2(scores, mask) };
-            return;
-        }
-    }
-    body(scores, mask);
 }
 
 /// Softmax of one score row over the keys the mask lets in (others get 0).
@@ -479,31 +492,16 @@ fn exp(x: f32) -> f32 {
     if tiny { 0.0 } else { e }
 }
 
-/// `v = gelu(v + bias)` over rows of `bias.len()`: compiled twice, for AVX2
-/// when the CPU has it (twice the lanes of the x86-64 baseline; the pass
-/// was a tenth of an embedding's time) and for the baseline.
-fn bias_gelu(block: &mut [f32], bias: &[f32]) {
-    #[inline(always)]
-    fn body(block: &mut [f32], bias: &[f32]) {
+vectorized_fn! {
+    /// `v = gelu(v + bias)` over rows of `bias.len()` (a tenth of an
+    /// embedding's time at baseline width).
+    fn bias_gelu(block: &mut [f32], bias: &[f32]) {
         for row in block.chunks_mut(bias.len()) {
             for (v, b) in row.iter_mut().zip(bias) {
                 *v = gelu(*v + b);
             }
         }
     }
-    #[cfg(target_arch = "x86_64")]
-    {
-        #[target_feature(enable = "avx2")]
-        fn avx2(block: &mut [f32], bias: &[f32]) {
-            body(block, bias);
-        }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU was just found to support AVX2.
-            unsafe { avx2(block, bias) };
-            return;
-        }
-    }
-    body(block, bias);
 }
 
 /// BERT's exact GELU, `x·Φ(x)`, with an `erf` good to 1.5e-7 (Abramowitz &
