@@ -180,6 +180,11 @@ impl Encoder {
         })
     }
 
+    /// Rows in the word-embedding table: token ids must stay below it.
+    pub fn vocab(&self) -> usize {
+        self.vocab
+    }
+
     /// The longest input the position table allows.
     pub fn max_positions(&self) -> usize {
         self.max_positions
@@ -202,6 +207,7 @@ impl Encoder {
             .for_each(|(t, block)| {
                 for (r, row) in block.chunks_mut(h).enumerate() {
                     let at = t * ROWS_PER_TASK + r;
+                    // Checked at load against the tokenizer's vocabulary.
                     let id = (ids[at] as usize).min(self.vocab - 1);
                     let pos = at % len;
                     let word = &self.word[id * h..(id + 1) * h];

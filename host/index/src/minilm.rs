@@ -115,6 +115,18 @@ impl MiniLm {
         let model =
             Encoder::load(&weights, &config).map_err(|e| load_err("model.safetensors", &e))?;
         let max_len = max_len.min(model.max_positions());
+        // A tokenizer from another model would index past the embedding
+        // table; say so rather than embed garbage.
+        let vocab = tokenizer.get_vocab_size(true);
+        if vocab > model.vocab() {
+            return Err(load_err(
+                "tokenizer.json",
+                &format!(
+                    "its {vocab} tokens exceed the {} rows of the model's embedding table (the tokenizer belongs to another model)",
+                    model.vocab()
+                ),
+            ));
+        }
         tokenizer
             .with_truncation(Some(TruncationParams {
                 max_length: max_len,
