@@ -161,4 +161,53 @@ fn main() {
             pct(&mut lat, 0.99)
         );
     }
+    // Inline mode: every turn writes a chunk, and the next query must find
+    // it without reloading the in-memory vectors.
+    let (mut write, mut lat) = (Vec::new(), Vec::new());
+    for t in 0..100 {
+        let text = format!("{} turn{t} w{}", WORDS[t % WORDS.len()], rnd() % 20_000);
+        let record = ChunkRecord {
+            chunk_id: format!("local-inline-{t:04}"),
+            embed_text: text.clone(),
+            document: text.clone(),
+            meta: ChunkMeta {
+                timestamp: 1_800_000_000 + t as i64,
+                platform: "local".into(),
+                agent_id: "agent".into(),
+                conversation_id: "inline".into(),
+                title: None,
+                topics: vec![],
+                model: "m".into(),
+                turn_range: format!("{t}"),
+                source_file: "f".into(),
+                path: format!("inline-{t}.md"),
+            },
+        };
+        let started = Instant::now();
+        index.index(&[record]).expect("index");
+        write.push(started.elapsed());
+        let started = Instant::now();
+        let hits = index
+            .search(&SearchRequest::new(&format!("turn{t}")))
+            .expect("search");
+        lat.push(started.elapsed());
+        assert_eq!(
+            hits.hits.first().map(|h| h.chunk_id.as_str()),
+            Some(format!("local-inline-{t:04}").as_str())
+        );
+    }
+    println!(
+        "{:<34} p50 {:>8.2?}  p95 {:>8.2?}  p99 {:>8.2?}",
+        "write one chunk (inline turn)",
+        pct(&mut write, 0.5),
+        pct(&mut write, 0.95),
+        pct(&mut write, 0.99)
+    );
+    println!(
+        "{:<34} p50 {:>8.2?}  p95 {:>8.2?}  p99 {:>8.2?}",
+        "hybrid, just after that write",
+        pct(&mut lat, 0.5),
+        pct(&mut lat, 0.95),
+        pct(&mut lat, 0.99)
+    );
 }
