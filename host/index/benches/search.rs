@@ -1,7 +1,8 @@
 //! Search latency of the embedded store over N chunks (default 100,000;
 //! `CHATMILL_BENCH_CHUNKS`): insert rate, then p50/p95/p99 per mode.
 //!
-//! `cargo bench -p chatmill-index --bench search`
+//! `cargo bench -p chatmill-index --bench search` (`CHATMILL_BENCH_ONLY=keyword`:
+//! only the cases whose label contains `keyword`).
 
 #![allow(clippy::print_stdout, reason = "a benchmark prints its numbers")]
 
@@ -134,13 +135,34 @@ fn main() {
                 ..Filter::default()
             },
         ),
+        (
+            "keyword, one conversation",
+            Mode::Keyword,
+            Filter {
+                conversation_id: Some(format!("conv-{}", n / 40)),
+                ..Filter::default()
+            },
+        ),
+        (
+            "semantic, one conversation",
+            Mode::Semantic,
+            Filter {
+                conversation_id: Some(format!("conv-{}", n / 40)),
+                ..Filter::default()
+            },
+        ),
         ("recent", Mode::Recent, Filter::default()),
     ];
     // Warm the in-memory vectors once (loaded on first vector search).
     let t = Instant::now();
     index.search(&SearchRequest::new("nginx")).expect("search");
     println!("first search (loads the vectors): {:.1?}", t.elapsed());
+    // `CHATMILL_BENCH_ONLY=<text>`: only the cases whose label contains it.
+    let only = std::env::var("CHATMILL_BENCH_ONLY").unwrap_or_default();
     for (label, mode, filter) in cases {
+        if !label.contains(only.as_str()) {
+            continue;
+        }
         let mut lat = Vec::new();
         for q in 0..200 {
             let mut req = SearchRequest::new(&format!(

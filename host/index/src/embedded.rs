@@ -24,6 +24,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use rusqlite::{Connection, OptionalExtension, params};
 
+use crate::bm25::{self, Lengths};
 use crate::{ChunkMeta, ChunkRecord, Filter, Hit, IndexError, Store};
 
 /// The keyword index: BM25 over the documents, words stemmed (Porter), so
@@ -215,6 +216,10 @@ pub struct SqliteStore {
     /// How many times the vectors were loaded (tests check that a write
     /// does not cost a reload).
     loads: std::sync::atomic::AtomicUsize,
+    /// The documents' lengths `chatmill_bm25()` ranks with (see `bm25`),
+    /// kept current like the vectors; `None` if it could not be registered
+    /// (keyword search then ranks with FTS5's `bm25()`).
+    lengths: Option<bm25::Shared>,
 }
 
 fn err(path: &Path, e: impl std::fmt::Display) -> IndexError {
@@ -397,8 +402,20 @@ impl SqliteStore {
             c.execute_batch("PRAGMA cache_size = -16384;")
                 .map_err(|e| err(path, e))?;
         }
+        let lengths: bm25::Shared = std::sync::Arc::new(Mutex::new(std::sync::Arc::new(Lengths {
+            generation: -1,
+            by_rowid: Vec::new(),
+        })));
+        let lengths = match bm25::register(&conn, std::sync::Arc::clone(&lengths)) {
+            Ok(()) => Some(lengths),
+            Err(e) => {
+                tracing::debug!("keyword search ranks with FTS5's bm25(): {e}");
+                None
+            }
+        };
         Ok(Self {
             path: path.to_path_buf(),
+            lengths,
             conn: Mutex::new(conn),
             reader: Mutex::new(reader),
             vectors: Mutex::new(None),
@@ -496,6 +513,56 @@ impl SqliteStore {
             Some(v) if v.generation == before + 1 => {}
             _ => *slot = None,
         }
+    }
+
+    /// The lengths of the documents this store's write (from generation
+    /// `before`) put in the keyword index, if the table was current.
+    fn lengths_written(
+        &self,
+        conn: &Connection,
+        before: i64,
+        ids: impl Iterator<Item = i64>,
+    ) -> Result<(), IndexError> {
+        let Some(shared) = &self.lengths else {
+            return Ok(());
+        };
+        let mut slot = shared.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.generation != before {
+            // Stale (or never loaded): the next keyword search reloads it.
+            return Ok(());
+        }
+        let lengths = std::sync::Arc::make_mut(&mut slot);
+        let mut stmt = conn
+            .prepare_cached("SELECT sz FROM chunks_fts_docsize WHERE id = ?1")
+            .map_err(|e| self.e(e))?;
+        for id in ids {
+            let sz: Option<Vec<u8>> = stmt
+                .query_row([id], |r| r.get(0))
+                .optional()
+                .map_err(|e| self.e(e))?;
+            lengths.set(id, sz.as_deref().unwrap_or_default());
+        }
+        lengths.generation = before + 1;
+        Ok(())
+    }
+
+    /// Makes the lengths `chatmill_bm25()` reads current (loading them on
+    /// first use and after another process's write); whether keyword search
+    /// may rank with it.
+    fn fresh_lengths(&self) -> Result<bool, IndexError> {
+        let Some(shared) = &self.lengths else {
+            return Ok(false);
+        };
+        let mut conn = self.conn();
+        let current = generation(&conn).map_err(|e| self.e(e))?;
+        let mut slot = shared.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.generation != current {
+            let tx = conn.transaction().map_err(|e| self.e(e))?;
+            let g = generation(&tx).map_err(|e| self.e(e))?;
+            *slot = std::sync::Arc::new(Lengths::load(&tx, g).map_err(|e| self.e(e))?);
+            tx.commit().map_err(|e| self.e(e))?;
+        }
+        Ok(true)
     }
 
     fn invalidate(&self) {
@@ -660,6 +727,7 @@ impl Store for SqliteStore {
             .map_err(|e| self.e(e))?;
         }
         tx.commit().map_err(|e| self.e(e))?;
+        self.lengths_written(&conn, before, written.iter().map(|(row, _)| row.id))?;
         drop(conn);
         self.written(before, written);
         Ok(())
@@ -779,24 +847,29 @@ impl Store for SqliteStore {
             return Ok(Vec::new());
         };
         let cols = qualified_columns();
+        let rank = if self.fresh_lengths()? {
+            format!(" AND rank MATCH '{}'", bm25::RANK)
+        } else {
+            String::new()
+        };
         // Unfiltered, FTS5 keeps only the best `k` while it scores (its
         // `ORDER BY rank LIMIT` path) and only those are joined; a filter
         // must see every match before the limit; a tiny scope is handed to
         // FTS5 as rowids (`SCOPE_TINY`).
         let sql = if *filter == Filter::default() {
             format!(
-                "SELECT {cols}, f.rank FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT {k}) f
+                "SELECT {cols}, f.rank FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?{rank} ORDER BY rank LIMIT {k}) f
                  JOIN chunks c ON c.id = f.rowid ORDER BY f.rank LIMIT ?"
             )
         } else if scope.is_some_and(|n| n <= SCOPE_TINY) {
             format!(
-                "SELECT {cols}, f.rank FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?
+                "SELECT {cols}, f.rank FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?{rank}
                    AND rowid IN (SELECT c.id FROM chunks c WHERE 1 = 1{{filter}}) ORDER BY rank) f
                  JOIN chunks c ON c.id = f.rowid ORDER BY f.rank LIMIT ?"
             )
         } else {
             format!(
-                "SELECT {cols}, f.rank FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank) f
+                "SELECT {cols}, f.rank FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?{rank} ORDER BY rank) f
                  JOIN chunks c ON c.id = f.rowid WHERE 1 = 1{{filter}} ORDER BY f.rank LIMIT ?"
             )
         };
@@ -1084,6 +1157,71 @@ mod tests {
         // Nothing written since: no reload.
         assert_eq!(semantic("kubernetes probe"), ["c"]);
         assert_eq!(loads(), 3);
+    }
+
+    #[test]
+    fn keyword_scores_stay_fts5s_bm25_through_own_and_anothers_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.sqlite3");
+        let embedder = Arc::new(Lexical::default());
+        let ix = Index::new(
+            Arc::new(SqliteStore::open(&path).unwrap()),
+            embedder.clone(),
+        );
+        let other = Index::new(Arc::new(SqliteStore::open(&path).unwrap()), embedder);
+        let raw = Connection::open(&path).unwrap();
+        let check = |when: &str| {
+            let mut q = SearchRequest::new("nginx proxy timeout");
+            q.mode = Mode::Keyword;
+            let ours: Vec<(String, f32)> = ix
+                .search(&q)
+                .unwrap()
+                .hits
+                .into_iter()
+                .map(|h| (h.chunk_id, h.score))
+                .collect();
+            let mut st = raw
+                .prepare(
+                    "SELECT c.chunk_id, -bm25(chunks_fts) FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
+                     WHERE chunks_fts MATCH '\"nginx\" OR \"proxy\" OR \"timeout\"' ORDER BY bm25(chunks_fts)",
+                )
+                .unwrap();
+            let theirs: Vec<(String, f32)> = st
+                .query_map([], |r| Ok((r.get(0)?, r.get::<_, f64>(1)? as f32)))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            assert_eq!(ours.len(), theirs.len(), "{when}: {ours:?} {theirs:?}");
+            for ((a, x), (b, y)) in ours.iter().zip(&theirs) {
+                assert_eq!(a, b, "{when}");
+                assert!((x - y).abs() < 1e-5, "{when}: {a} {x} vs {y}");
+            }
+        };
+        ix.index(&[
+            rec("a", 1, "local", "u", "nginx returns 504 behind the proxy"),
+            rec("b", 2, "local", "u", "proxy timeout for websockets"),
+            rec("c", 3, "local", "u", "sourdough starter"),
+        ])
+        .unwrap();
+        check("first search");
+        // This store replaces a document with a much longer one.
+        ix.index(&[rec(
+            "a",
+            1,
+            "local",
+            "u",
+            "nginx returns 504 behind the proxy, and here is a much longer story about it with many more words than before",
+        )])
+        .unwrap();
+        check("after this store's write");
+        // Another store replaces one and adds one.
+        other
+            .index(&[
+                rec("b", 2, "local", "u", "timeout"),
+                rec("d", 4, "local", "u", "nginx nginx proxy"),
+            ])
+            .unwrap();
+        check("after another store's write");
     }
 
     #[test]

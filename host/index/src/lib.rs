@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "minilm")]
 mod bert;
+mod bm25;
 pub mod cache;
 pub mod chroma;
 pub mod embedded;
