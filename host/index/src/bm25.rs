@@ -90,29 +90,30 @@ fn varint(b: &[u8]) -> Option<u64> {
     None
 }
 
-/// Registers `chatmill_bm25()` on `conn`, reading lengths from `lengths`.
+/// Registers `chatmill_bm25()` and `chatmill_terms()` on `conn`, reading
+/// lengths from `lengths`.
 pub(crate) fn register(conn: &Connection, lengths: Shared) -> rusqlite::Result<()> {
     let api = fts5_api(conn)?;
-    let user = Box::into_raw(Box::new(lengths)).cast::<c_void>();
-    // SAFETY: `api` is the live fts5_api of this connection; the name is a
-    // NUL-terminated literal; `user` is a leaked `Box<Shared>` that
-    // `drop_shared` reclaims when FTS5 drops the function.
-    let rc = unsafe {
-        match (*api).xCreateFunction {
-            Some(create) => create(
-                api,
-                c"chatmill_bm25".as_ptr(),
-                user,
-                Some(rank),
-                Some(drop_shared),
-            ),
-            None => ffi::SQLITE_MISUSE,
+    let functions: [(&std::ffi::CStr, ffi::fts5_extension_function); 2] = [
+        (c"chatmill_bm25", Some(rank)),
+        (c"chatmill_terms", Some(terms)),
+    ];
+    for (name, function) in functions {
+        let user = Box::into_raw(Box::new(Arc::clone(&lengths))).cast::<c_void>();
+        // SAFETY: `api` is the live fts5_api of this connection; the name is
+        // a NUL-terminated literal; `user` is a leaked `Box<Shared>` that
+        // `drop_shared` reclaims when FTS5 drops the function.
+        let rc = unsafe {
+            match (*api).xCreateFunction {
+                Some(create) => create(api, name.as_ptr(), user, function, Some(drop_shared)),
+                None => ffi::SQLITE_MISUSE,
+            }
+        };
+        if rc != ffi::SQLITE_OK {
+            // SAFETY: FTS5 did not take ownership of `user`.
+            unsafe { drop_shared(user) };
+            return Err(rusqlite::Error::SqliteFailure(ffi::Error::new(rc), None));
         }
-    };
-    if rc != ffi::SQLITE_OK {
-        // SAFETY: FTS5 did not take ownership of `user`.
-        unsafe { drop_shared(user) };
-        return Err(rusqlite::Error::SqliteFailure(ffi::Error::new(rc), None));
     }
     Ok(())
 }
@@ -233,9 +234,12 @@ impl Query {
         }
     }
 
+    /// Fills `freq` with the current row's count of each phrase and
+    /// returns the row's length.
+    ///
     /// # Safety
     /// As for [`Query::new`].
-    unsafe fn score(
+    unsafe fn row(
         &mut self,
         api: &ffi::Fts5ExtensionApi,
         fts: *mut ffi::Fts5Context,
@@ -259,22 +263,64 @@ impl Query {
                 }
             }
             let rowid = call!(api, xRowid(fts));
-            let len = match self.lengths.get(rowid) {
+            Ok(match self.lengths.get(rowid) {
                 Some(n) => f64::from(n),
                 None => {
                     let mut n = 0;
                     ok(call!(api, xColumnSize(fts, -1, &raw mut n)))?;
                     f64::from(n)
                 }
-            };
-            let norm = K1 * (1.0 - B + B * len / self.avgdl);
-            Ok(self
-                .idf
-                .iter()
-                .zip(&self.freq)
-                .map(|(idf, f)| idf * (f * (K1 + 1.0)) / (f + norm))
-                .sum())
+            })
         }
+    }
+}
+
+/// BM25 of one row: `idf` and `freq` per phrase (only `kept` ones count).
+pub(crate) fn score(
+    idf: &[f64],
+    freq: &[f64],
+    kept: impl Fn(usize) -> bool,
+    len: f64,
+    avgdl: f64,
+) -> f64 {
+    let norm = K1 * (1.0 - B + B * len / avgdl);
+    idf.iter()
+        .zip(freq)
+        .enumerate()
+        .filter(|(p, _)| kept(*p))
+        .map(|(_, (idf, f))| idf * (f * (K1 + 1.0)) / (f + norm))
+        .sum()
+}
+
+/// One row of `chatmill_terms()`: what BM25 needs to score it with any
+/// subset of the query's phrases.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Terms {
+    pub(crate) avgdl: f64,
+    pub(crate) len: f64,
+    /// Per phrase: its IDF over the whole index, its count in this row.
+    pub(crate) idf: Vec<f64>,
+    pub(crate) freq: Vec<f64>,
+}
+
+impl Terms {
+    /// Decodes the blob `chatmill_terms()` returns (little-endian f64s:
+    /// avgdl, length, then IDF and count per phrase).
+    pub(crate) fn decode(blob: &[u8]) -> Option<Self> {
+        let mut v = blob
+            .chunks_exact(8)
+            .map(|b| f64::from_le_bytes(b.try_into().unwrap_or_default()));
+        let (avgdl, len) = (v.next()?, v.next()?);
+        let rest: Vec<f64> = v.collect();
+        if !rest.len().is_multiple_of(2) {
+            return None;
+        }
+        Some(Self {
+            avgdl,
+            len,
+            idf: rest.iter().step_by(2).copied().collect(),
+            freq: rest.iter().skip(1).step_by(2).copied().collect(),
+        })
     }
 }
 
@@ -286,7 +332,31 @@ fn ok(rc: c_int) -> Result<(), c_int> {
     }
 }
 
-/// The auxiliary function: `-score`, as `bm25()` (lower ranks first).
+/// The query's `Query`, made on its first row.
+///
+/// # Safety
+/// `api` and `fts` are what FTS5 passed to the running function.
+unsafe fn query<'a>(
+    api: &ffi::Fts5ExtensionApi,
+    fts: *mut ffi::Fts5Context,
+) -> Result<&'a mut Query, c_int> {
+    // SAFETY: the caller's contract; the auxdata pointer is only ever a
+    // `Box<Query>` set here, owned by FTS5 until the query ends.
+    unsafe {
+        let mut query = call!(api, xGetAuxdata(fts, 0)).cast::<Query>();
+        if query.is_null() {
+            let q = Box::into_raw(Box::new(Query::new(api, fts)?));
+            ok(call!(
+                api,
+                xSetAuxdata(fts, q.cast::<c_void>(), Some(drop_query))
+            ))?;
+            query = q;
+        }
+        Ok(&mut *query)
+    }
+}
+
+/// `chatmill_bm25()`: `-score`, as `bm25()` (lower ranks first).
 unsafe extern "C" fn rank(
     api: *const ffi::Fts5ExtensionApi,
     fts: *mut ffi::Fts5Context,
@@ -294,24 +364,53 @@ unsafe extern "C" fn rank(
     _n: c_int,
     _values: *mut *mut ffi::sqlite3_value,
 ) {
-    // SAFETY: FTS5 passes a valid API table, context and result context;
-    // the auxdata pointer is only ever a `Box<Query>` set here.
+    // SAFETY: FTS5 passes a valid API table, context and result context.
     unsafe {
         let api = &*api;
         let result = (|| -> Result<f64, c_int> {
-            let mut query = call!(api, xGetAuxdata(fts, 0)).cast::<Query>();
-            if query.is_null() {
-                let q = Box::into_raw(Box::new(Query::new(api, fts)?));
-                ok(call!(
-                    api,
-                    xSetAuxdata(fts, q.cast::<c_void>(), Some(drop_query))
-                ))?;
-                query = q;
-            }
-            (*query).score(api, fts)
+            let q = query(api, fts)?;
+            let len = q.row(api, fts)?;
+            Ok(score(&q.idf, &q.freq, |_| true, len, q.avgdl))
         })();
         match result {
             Ok(score) => ffi::sqlite3_result_double(ctx, -score),
+            Err(rc) => ffi::sqlite3_result_error_code(ctx, rc),
+        }
+    }
+}
+
+/// `chatmill_terms()`: the row's [`Terms`], for a caller that chooses the
+/// phrases after seeing which rows have them.
+unsafe extern "C" fn terms(
+    api: *const ffi::Fts5ExtensionApi,
+    fts: *mut ffi::Fts5Context,
+    ctx: *mut ffi::sqlite3_context,
+    _n: c_int,
+    _values: *mut *mut ffi::sqlite3_value,
+) {
+    // SAFETY: FTS5 passes a valid API table, context and result context;
+    // SQLite copies the blob (SQLITE_TRANSIENT) before `out` is dropped.
+    unsafe {
+        let api = &*api;
+        let result = (|| -> Result<Vec<u8>, c_int> {
+            let q = query(api, fts)?;
+            let len = q.row(api, fts)?;
+            let mut out = Vec::with_capacity(16 + 16 * q.idf.len());
+            out.extend_from_slice(&q.avgdl.to_le_bytes());
+            out.extend_from_slice(&len.to_le_bytes());
+            for (idf, f) in q.idf.iter().zip(&q.freq) {
+                out.extend_from_slice(&idf.to_le_bytes());
+                out.extend_from_slice(&f.to_le_bytes());
+            }
+            Ok(out)
+        })();
+        match result {
+            Ok(out) => ffi::sqlite3_result_blob(
+                ctx,
+                out.as_ptr().cast::<c_void>(),
+                c_int::try_from(out.len()).unwrap_or(0),
+                ffi::SQLITE_TRANSIENT(),
+            ),
             Err(rc) => ffi::sqlite3_result_error_code(ctx, rc),
         }
     }
@@ -375,21 +474,25 @@ mod tests {
             ] {
                 let mut st = conn
                     .prepare(
-                        "SELECT rowid, bm25(chunks_fts), chatmill_bm25(chunks_fts) FROM chunks_fts
-                         WHERE chunks_fts MATCH ?1",
+                        "SELECT rowid, bm25(chunks_fts), chatmill_bm25(chunks_fts), chatmill_terms(chunks_fts)
+                         FROM chunks_fts WHERE chunks_fts MATCH ?1",
                     )
                     .unwrap();
-                let rows: Vec<(i64, f64, f64)> = st
-                    .query_map([q], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                let rows: Vec<(i64, f64, f64, Vec<u8>)> = st
+                    .query_map([q], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
                     .unwrap()
                     .map(Result::unwrap)
                     .collect();
                 assert!(!rows.is_empty(), "{q}");
-                for (id, theirs, ours) in rows {
-                    assert!(
-                        (theirs - ours).abs() <= 1e-12 * theirs.abs().max(1.0),
-                        "{q} row {id}: bm25 {theirs}, ours {ours}"
-                    );
+                for (id, theirs, ours, terms) in rows {
+                    let t = Terms::decode(&terms).unwrap();
+                    let from_terms = -score(&t.idf, &t.freq, |_| true, t.len, t.avgdl);
+                    for ours in [ours, from_terms] {
+                        assert!(
+                            (theirs - ours).abs() <= 1e-12 * theirs.abs().max(1.0),
+                            "{q} row {id}: bm25 {theirs}, ours {ours}"
+                        );
+                    }
                 }
                 // And as the rank of a sorted query.
                 let best: i64 = conn
