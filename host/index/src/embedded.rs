@@ -367,7 +367,12 @@ fn restem(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(concat!(
         "BEGIN; DROP TABLE chunks_fts; ",
         fts_table!(),
-        " INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild'); COMMIT;"
+        " INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild');",
+        // Document lengths change with the tokenizer: a store that holds
+        // them must see a new generation.
+        " INSERT INTO meta(key, value) VALUES ('generation', '1')
+            ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1;",
+        " COMMIT;"
     ))
 }
 
