@@ -50,6 +50,15 @@ fn pct(v: &mut [Duration], p: f64) -> Duration {
     v[((v.len() as f64 - 1.0) * p).round() as usize]
 }
 
+fn report(label: &str, lat: &mut [Duration]) {
+    println!(
+        "{label:<34} p50 {:>8.2?}  p95 {:>8.2?}  p99 {:>8.2?}",
+        pct(lat, 0.5),
+        pct(lat, 0.95),
+        pct(lat, 0.99)
+    );
+}
+
 fn main() {
     let n: usize = std::env::var("CHATMILL_BENCH_CHUNKS")
         .ok()
@@ -176,12 +185,7 @@ fn main() {
             index.search(&req).expect("search");
             lat.push(t.elapsed());
         }
-        println!(
-            "{label:<34} p50 {:>8.2?}  p95 {:>8.2?}  p99 {:>8.2?}",
-            pct(&mut lat, 0.5),
-            pct(&mut lat, 0.95),
-            pct(&mut lat, 0.99)
-        );
+        report(label, &mut lat);
     }
     // Inline mode: every turn writes a chunk, and the next query must find
     // it without reloading the in-memory vectors.
@@ -218,18 +222,6 @@ fn main() {
             Some(format!("local-inline-{t:04}").as_str())
         );
     }
-    println!(
-        "{:<34} p50 {:>8.2?}  p95 {:>8.2?}  p99 {:>8.2?}",
-        "write one chunk (inline turn)",
-        pct(&mut write, 0.5),
-        pct(&mut write, 0.95),
-        pct(&mut write, 0.99)
-    );
-    println!(
-        "{:<34} p50 {:>8.2?}  p95 {:>8.2?}  p99 {:>8.2?}",
-        "hybrid, just after that write",
-        pct(&mut lat, 0.5),
-        pct(&mut lat, 0.95),
-        pct(&mut lat, 0.99)
-    );
+    report("write one chunk (inline turn)", &mut write);
+    report("hybrid, just after that write", &mut lat);
 }
