@@ -64,16 +64,11 @@ CREATE INDEX IF NOT EXISTS chunks_agent ON chunks(agent_id);
 ",
     fts_table!(),
     "
-CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
-    INSERT INTO chunks_fts(rowid, document) VALUES (new.id, new.document);
-END;
-CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
-    INSERT INTO chunks_fts(chunks_fts, rowid, document) VALUES ('delete', old.id, old.document);
-END;
-CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE ON chunks BEGIN
-    INSERT INTO chunks_fts(chunks_fts, rowid, document) VALUES ('delete', old.id, old.document);
-    INSERT INTO chunks_fts(rowid, document) VALUES (new.id, new.document);
-END;
+-- The keyword index is written by `upsert` and `delete` in one statement per
+-- batch; earlier versions kept it with per-row triggers.
+DROP TRIGGER IF EXISTS chunks_ai;
+DROP TRIGGER IF EXISTS chunks_ad;
+DROP TRIGGER IF EXISTS chunks_au;
 "
 );
 
@@ -520,6 +515,37 @@ impl SqliteStore {
         }
     }
 
+    /// Takes the documents `unindex` (rowid, the text that was indexed) out
+    /// of the keyword index and puts the chunks `index` in, one statement
+    /// each, as the last writes of the transaction `tx`. FTS5 writes its
+    /// pending terms out as a new segment at every statement savepoint once
+    /// it is part of a transaction, so per-row triggers made one segment
+    /// per chunk, merged over and over (a third of an import's index time).
+    fn write_keyword_index(
+        &self,
+        tx: &Connection,
+        unindex: &[(i64, String)],
+        index: &[i64],
+    ) -> Result<(), IndexError> {
+        if !unindex.is_empty() {
+            tx.execute(
+                "INSERT INTO chunks_fts(chunks_fts, rowid, document)
+                 SELECT 'delete', value ->> 0, value ->> 1 FROM json_each(?1)",
+                [serde_json::to_string(unindex).map_err(|e| self.e(e))?],
+            )
+            .map_err(|e| self.e(e))?;
+        }
+        if !index.is_empty() {
+            tx.execute(
+                "INSERT INTO chunks_fts(rowid, document)
+                 SELECT id, document FROM chunks WHERE id IN (SELECT value FROM json_each(?1))",
+                [serde_json::to_string(index).map_err(|e| self.e(e))?],
+            )
+            .map_err(|e| self.e(e))?;
+        }
+        Ok(())
+    }
+
     /// The lengths of the documents this store's write (from generation
     /// `before`) put in the keyword index, if the table was current.
     fn lengths_written(
@@ -677,8 +703,20 @@ impl Store for SqliteStore {
         }
         let tx = conn.transaction().map_err(|e| self.e(e))?;
         let before = bump_generation(&tx).map_err(|e| self.e(e))?;
+        tx.execute(
+            "INSERT INTO meta(key, value) VALUES ('dim', ?1), ('model', ?2)
+             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            params![dim.to_string(), model],
+        )
+        .map_err(|e| self.e(e))?;
         let mut written = Vec::with_capacity(records.len());
+        // What the keyword index loses (a replaced document) and gains.
+        let mut unindex: Vec<(i64, String)> = Vec::new();
+        let mut index: Vec<i64> = Vec::with_capacity(records.len());
         {
+            let mut existing = tx
+                .prepare_cached("SELECT id, document FROM chunks WHERE chunk_id = ?1")
+                .map_err(|e| self.e(e))?;
             let mut up = tx
                 .prepare_cached(
                     "INSERT INTO chunks (chunk_id, timestamp, platform, agent_id, conversation_id, title, topics, model, turn_range, source_file, path, document, embedding)
@@ -693,6 +731,10 @@ impl Store for SqliteStore {
                 .map_err(|e| self.e(e))?;
             for (r, v) in records.iter().zip(vectors) {
                 let m = &r.meta;
+                let old: Option<(i64, String)> = existing
+                    .query_row([&r.chunk_id], |row| Ok((row.get(0)?, row.get(1)?)))
+                    .optional()
+                    .map_err(|e| self.e(e))?;
                 let id: i64 = up
                     .query_row(
                         params![
@@ -713,6 +755,17 @@ impl Store for SqliteStore {
                         |row| row.get(0),
                     )
                     .map_err(|e| self.e(e))?;
+                match old {
+                    Some((_, doc)) if doc == r.document => {}
+                    // Written earlier in this batch: not in the keyword
+                    // index yet, nothing to take out.
+                    Some((old_id, _)) if index.contains(&old_id) => {}
+                    Some(old) => {
+                        unindex.push(old);
+                        index.push(id);
+                    }
+                    None => index.push(id),
+                }
                 written.push((
                     Row {
                         id,
@@ -724,13 +777,8 @@ impl Store for SqliteStore {
                     v.as_slice(),
                 ));
             }
-            tx.execute(
-                "INSERT INTO meta(key, value) VALUES ('dim', ?1), ('model', ?2)
-                 ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                params![dim.to_string(), model],
-            )
-            .map_err(|e| self.e(e))?;
         }
+        self.write_keyword_index(&tx, &unindex, &index)?;
         tx.commit().map_err(|e| self.e(e))?;
         self.lengths_written(&conn, before, written.iter().map(|(row, _)| row.id))?;
         drop(conn);
@@ -742,14 +790,22 @@ impl Store for SqliteStore {
         let mut conn = self.conn();
         let tx = conn.transaction().map_err(|e| self.e(e))?;
         bump_generation(&tx).map_err(|e| self.e(e))?;
+        let mut unindex = Vec::new();
         {
             let mut del = tx
-                .prepare_cached("DELETE FROM chunks WHERE chunk_id = ?1")
+                .prepare_cached("DELETE FROM chunks WHERE chunk_id = ?1 RETURNING id, document")
                 .map_err(|e| self.e(e))?;
             for id in chunk_ids {
-                del.execute([id]).map_err(|e| self.e(e))?;
+                if let Some(gone) = del
+                    .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .optional()
+                    .map_err(|e| self.e(e))?
+                {
+                    unindex.push(gone);
+                }
             }
         }
+        self.write_keyword_index(&tx, &unindex, &[])?;
         tx.commit().map_err(|e| self.e(e))?;
         drop(conn);
         self.invalidate();
@@ -1284,6 +1340,73 @@ mod tests {
             ])
             .unwrap();
         check("after another store's write");
+    }
+
+    #[test]
+    fn the_keyword_index_matches_the_chunks_through_replaces_repeats_and_deletes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.sqlite3");
+        // An index from a version that kept the keyword index with triggers.
+        {
+            let old = SqliteStore::open(&path).unwrap();
+            old.conn()
+                .execute_batch(
+                    "CREATE TRIGGER chunks_ai AFTER INSERT ON chunks BEGIN
+                       INSERT INTO chunks_fts(rowid, document) VALUES (new.id, new.document);
+                     END;",
+                )
+                .unwrap();
+        }
+        let ix = index(dir.path());
+        let integrity = || {
+            // FTS5's own check, rank 1: the index against the chunks table.
+            SqliteStore::open(&path)
+                .unwrap()
+                .conn()
+                .execute(
+                    "INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)",
+                    [],
+                )
+                .unwrap();
+        };
+        let found = |text: &str| {
+            let mut q = SearchRequest::new(text);
+            q.mode = Mode::Keyword;
+            let mut v: Vec<String> = ix
+                .search(&q)
+                .unwrap()
+                .hits
+                .into_iter()
+                .map(|h| h.chunk_id)
+                .collect();
+            v.sort();
+            v
+        };
+        ix.index(&[
+            rec("a", 1, "local", "u", "alpha nginx"),
+            rec("b", 2, "local", "u", "bravo sourdough"),
+            rec("c", 3, "local", "u", "charlie kubernetes"),
+        ])
+        .unwrap();
+        integrity();
+        // Same text (metadata only), new text, and one id twice in a batch.
+        ix.index(&[
+            rec("a", 10, "local", "u", "alpha nginx"),
+            rec("b", 2, "local", "u", "bravo tomatoes"),
+            rec("d", 4, "local", "u", "delta espresso"),
+            rec("d", 4, "local", "u", "delta grinder"),
+        ])
+        .unwrap();
+        integrity();
+        assert_eq!(found("nginx"), ["a"]);
+        assert!(found("sourdough").is_empty());
+        assert_eq!(found("tomatoes"), ["b"]);
+        assert!(found("espresso").is_empty());
+        assert_eq!(found("grinder"), ["d"]);
+        ix.remove(&["c".to_string(), "nope".to_string()]).unwrap();
+        integrity();
+        assert!(found("kubernetes").is_empty());
+        assert_eq!(ix.count().unwrap(), 3);
     }
 
     #[test]
