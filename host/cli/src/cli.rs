@@ -176,6 +176,10 @@ pub struct SearchArgs {
     /// hybrid search.
     #[arg(long, default_value_t = chatmill_index::KEYWORD_WEIGHT)]
     pub keyword_weight: f32,
+    /// Share of the score of the neighbouring exchanges (same conversation)
+    /// a hit gains in hybrid search: 0 turns it off.
+    #[arg(long, default_value_t = chatmill_index::NEIGHBOUR_SHARE)]
+    pub neighbour_share: f32,
     /// Print JSON.
     #[arg(long, conflicts_with = "format")]
     pub json: bool,

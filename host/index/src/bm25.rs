@@ -275,7 +275,8 @@ impl Query {
     }
 }
 
-/// BM25 of one row: `idf` and `freq` per phrase (only `kept` ones count).
+/// BM25 of one row: `idf` and `freq` per phrase (only `kept` ones count),
+/// with FTS5's length normalization `b`.
 pub(crate) fn score(
     idf: &[f64],
     freq: &[f64],
@@ -283,7 +284,19 @@ pub(crate) fn score(
     len: f64,
     avgdl: f64,
 ) -> f64 {
-    let norm = K1 * (1.0 - B + B * len / avgdl);
+    score_with(B, idf, freq, kept, len, avgdl)
+}
+
+/// [`score`] with the length normalization `b` (0: none, 1: full).
+pub(crate) fn score_with(
+    b: f64,
+    idf: &[f64],
+    freq: &[f64],
+    kept: impl Fn(usize) -> bool,
+    len: f64,
+    avgdl: f64,
+) -> f64 {
+    let norm = K1 * (1.0 - b + b * len / avgdl);
     idf.iter()
         .zip(freq)
         .enumerate()

@@ -18,7 +18,7 @@
 //! reload 100k vectors), and a generation it did not write — another
 //! process imported into the same file — makes the next search reload it.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
@@ -339,6 +339,19 @@ const SCOPE_COMMON: f64 = 0.25;
 /// than the search (hybrid with a platform filter over 100k chunks: 20 →
 /// 140 ms).
 const SCOPE_SMALL: i64 = 5_000;
+
+/// BM25's length normalization within a scope: FTS5's 0.75 punished the
+/// long exchanges that hold the answers (LoCoMo hybrid R@5, with the
+/// neighbour share below: 0.682 at 0.75, 0.685 at 0.5, 0.686 at 0.3).
+const SCOPE_B: f64 = 0.5;
+
+/// Within a scope a chunk's keyword score gains this share of the better
+/// score of the chunks right before and after it in its conversation, and
+/// a chunk that does not match but sits next to one that does becomes a
+/// candidate: the answer to a question is often the exchange after the one
+/// that repeats its words (LoCoMo hybrid R@5 0.657 → 0.682 at 0.3; with
+/// b = 0.3: 0.686 at 0.3 and 0.4, 0.684 at 0.5).
+const NEIGHBOUR_SHARE: f64 = 0.3;
 
 /// A scope of at most this many chunks is handed to FTS5 as rowids, so that
 /// it looks only at them rather than at every match in the index: FTS5
@@ -965,6 +978,11 @@ impl SqliteStore {
     /// scope alone would give them almost no weight — keeping the rarest if
     /// all would go, and the rest rank as `bm25()` would rank them.
     ///
+    /// Words are weighed by their rarity in the scope (IDF over the
+    /// scope's chunks: LoCoMo hybrid R@5 0.647 → 0.657), with `SCOPE_B`'s
+    /// length normalization, and scores spill over to neighbouring chunks
+    /// (`NEIGHBOUR_SHARE`).
+    ///
     /// One FTS5 pass: `chatmill_terms()` returns each matching chunk's
     /// count of every query word (and what BM25 needs besides), so the
     /// words are counted and the chunks scored here. (Counting each word
@@ -1033,32 +1051,108 @@ impl SqliteStore {
         {
             kept[rarest] = true;
         }
-        let scored: Vec<(usize, f32)> = rows
+        // Rarity within the scope, not the whole index.
+        let idf: Vec<f64> = df
             .iter()
-            .enumerate()
-            .filter(|(_, (_, t))| {
+            .map(|&d| {
+                (((total - d) as f64 + 0.5) / (d as f64 + 0.5))
+                    .ln()
+                    .max(1e-6)
+            })
+            .collect();
+        let b = SCOPE_B;
+        let scored: HashMap<i64, f64> = rows
+            .iter()
+            .filter(|(_, t)| {
                 t.freq
                     .iter()
                     .enumerate()
                     .any(|(p, f)| *f > 0.0 && kept.get(p) == Some(&true))
             })
-            .map(|(i, (_, t))| {
-                let s = bm25::score(
-                    &t.idf,
+            .map(|(id, t)| {
+                let s = bm25::score_with(
+                    b,
+                    &idf,
                     &t.freq,
                     |p| kept.get(p) == Some(&true),
                     t.len,
                     t.avgdl,
                 );
-                (i, s as f32)
+                (*id, s)
             })
             .collect();
-        let best: Vec<(i64, f32)> = top_k(scored, k)
+        let alpha = NEIGHBOUR_SHARE;
+        let smoothed: Vec<(usize, f32)> = if alpha > 0.0 && !scored.is_empty() {
+            let order = self.scope_order(filter)?;
+            let at = |i: usize| scored.get(&order[i].1).copied().unwrap_or(0.0);
+            (0..order.len())
+                .filter_map(|i| {
+                    let conv = order[i].0;
+                    let prev = (i > 0 && order[i - 1].0 == conv).then(|| at(i - 1));
+                    let next = order.get(i + 1).filter(|n| n.0 == conv).map(|_| at(i + 1));
+                    let near = prev.unwrap_or(0.0).max(next.unwrap_or(0.0));
+                    let own = at(i);
+                    (own > 0.0 || near > 0.0)
+                        .then(|| (order[i].1 as usize, (own + alpha * near) as f32))
+                })
+                .collect()
+        } else {
+            scored
+                .iter()
+                .map(|(&id, &s)| (id as usize, s as f32))
+                .collect()
+        };
+        let best: Vec<(i64, f32)> = top_k(smoothed, k)
             .into_iter()
-            .map(|(i, s)| (rows[i].0, s))
+            .map(|(id, s)| (id as i64, s))
             .collect();
         self.hits_by_id(&best).map(Some)
     }
+}
+
+impl SqliteStore {
+    /// The chunks of a filtered scope in conversation order: (a number for
+    /// the conversation, rowid), sorted by conversation and first turn, so
+    /// that neighbours in the list are neighbours in the conversation.
+    fn scope_order(&self, filter: &Filter) -> Result<Vec<(usize, i64)>, IndexError> {
+        let (where_sql, args) = filter_sql(filter);
+        let conn = self.reader();
+        let mut st = conn
+            .prepare_cached(&format!(
+                "SELECT c.id, c.conversation_id, c.turn_range FROM chunks c WHERE 1 = 1{where_sql}"
+            ))
+            .map_err(|e| self.e(e))?;
+        let mut convs: HashMap<String, usize> = HashMap::new();
+        let mut rows: Vec<(usize, u32, i64)> = st
+            .query_map(rusqlite::params_from_iter(args), |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
+            })
+            .map_err(|e| self.e(e))?
+            .map(|r| {
+                r.map(|(id, conv, range)| {
+                    let n = convs.len();
+                    let c = *convs.entry(conv).or_insert(n);
+                    (c, first_turn(&range), id)
+                })
+            })
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.e(e))?;
+        rows.sort_unstable();
+        Ok(rows.into_iter().map(|(c, _, id)| (c, id)).collect())
+    }
+}
+
+/// The first pair of a turn range (`"3"`, `"3-4"`).
+fn first_turn(range: &str) -> u32 {
+    range
+        .split('-')
+        .next()
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 /// `COLUMNS` as `c.<name>` (queries join other tables).
@@ -1141,6 +1235,44 @@ mod tests {
 
     fn ids(r: &crate::SearchResults) -> Vec<&str> {
         r.hits.iter().map(|h| h.chunk_id.as_str()).collect()
+    }
+
+    #[test]
+    fn within_a_scope_the_exchanges_next_to_a_match_become_candidates() {
+        let dir = tempfile::tempdir().unwrap();
+        let ix = index(dir.path());
+        let turn = |id: &str, conv: &str, pair: &str, text: &str| {
+            let mut r = rec(id, 1, "local", "carol", text);
+            r.meta.conversation_id = conv.into();
+            r.meta.turn_range = pair.into();
+            r
+        };
+        ix.index(&[
+            // Stored out of order: neighbours come from the turn ranges.
+            turn("t3", "trip", "3", "I booked the flight for May then."),
+            turn("t1", "trip", "1", "Any ideas for a spring holiday?"),
+            turn(
+                "t2",
+                "trip",
+                "2",
+                "What about Lisbon and its painted tiles?",
+            ),
+            turn("t4", "trip", "4-5", "Packing list: sandals, charger."),
+            // Pair 1 of another conversation: not a neighbour of t2.
+            turn("o1", "dentist", "1", "Booked a dentist appointment."),
+            turn("o2", "dentist", "2", "Moved it to Friday."),
+        ])
+        .unwrap();
+        let mut q = SearchRequest::new("Lisbon tiles");
+        q.mode = Mode::Keyword;
+        q.filter.agent_id = Some("carol".into());
+        let r = ix.search(&q).unwrap();
+        let got = ids(&r);
+        assert_eq!(got[0], "t2", "{got:?}");
+        let mut rest = got[1..].to_vec();
+        rest.sort();
+        assert_eq!(rest, ["t1", "t3"], "only t2's neighbours: {got:?}");
+        assert!(r.hits[1].score < r.hits[0].score);
     }
 
     #[test]

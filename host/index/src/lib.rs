@@ -36,7 +36,9 @@ pub use embedded::SqliteStore;
 pub use lexical::Lexical;
 #[cfg(feature = "minilm")]
 pub use minilm::MiniLm;
-pub use query::{Index, KEYWORD_WEIGHT, Mode, SearchRequest, SearchResults, WeightedQuery};
+pub use query::{
+    Index, KEYWORD_WEIGHT, Mode, NEIGHBOUR_SHARE, SearchRequest, SearchResults, WeightedQuery,
+};
 pub use remote::{RemoteConfig, RemoteEmbedder};
 
 /// What the index keeps about a chunk: the frontmatter fields searches are

@@ -70,6 +70,7 @@ pub fn request(args: &SearchArgs) -> Result<SearchRequest, CliError> {
         recency_boost: args.recency_boost,
         recency_half_life_days: 30.0,
         keyword_weight: args.keyword_weight,
+        neighbour_share: args.neighbour_share,
     })
 }
 
