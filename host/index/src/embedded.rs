@@ -289,14 +289,15 @@ fn filter_sql(f: &Filter) -> (String, Vec<rusqlite::types::Value>) {
 }
 
 /// Function words a keyword query drops: "when did she go to the park"
-/// looks for "she go park". They match nearly every chunk, so they barely
+/// looks for "go park". (Pronouns too: LoCoMo hybrid R@5 0.692 → 0.697.) They match nearly every chunk, so they barely
 /// move BM25's ranking but make FTS5 score every document.
 const FUNCTION_WORDS: &[&str] = &[
     "a", "about", "an", "and", "are", "as", "at", "be", "been", "but", "by", "can", "could", "did",
-    "do", "does", "for", "from", "had", "has", "have", "how", "i", "if", "in", "into", "is", "it",
-    "its", "of", "on", "or", "so", "than", "that", "the", "their", "them", "then", "there",
-    "these", "they", "this", "those", "to", "was", "were", "what", "when", "where", "which",
-    "while", "who", "whom", "why", "will", "with", "would",
+    "do", "does", "for", "from", "had", "has", "have", "he", "her", "him", "his", "how", "i", "if",
+    "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "our", "she", "so", "than",
+    "that", "the", "their", "them", "then", "there", "these", "they", "this", "those", "to", "us",
+    "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will",
+    "with", "would", "you", "your",
 ];
 
 /// An FTS5 query from free text: every word quoted (so `"`, `*`, `-`, `:`
@@ -1664,7 +1665,7 @@ mod tests {
     fn keyword_search_stems_and_drops_function_words() {
         assert_eq!(
             fts_query("When did she go to the park?").as_deref(),
-            Some("\"she\" OR \"go\" OR \"park\"")
+            Some("\"go\" OR \"park\"")
         );
         // Nothing but function words: they are the query.
         assert_eq!(

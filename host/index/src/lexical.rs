@@ -47,15 +47,25 @@ impl Lexical {
     fn one(&self, text: &str) -> Vec<f32> {
         let mut v = vec![0f32; self.dim];
         let lower = text.to_lowercase();
+        // The word padded with a space on each side, and where its chars
+        // start: its trigrams are byte slices of it (no allocation per
+        // trigram; the same features as hashing each trigram's string).
+        let mut padded = String::new();
+        let mut starts: Vec<usize> = Vec::new();
         for word in lower
             .split(|c: char| !c.is_alphanumeric())
             .filter(|w| !w.is_empty())
         {
             self.add(&mut v, word.as_bytes(), 1.0);
-            let padded: Vec<char> = format!(" {word} ").chars().collect();
-            for tri in padded.windows(3) {
-                let s: String = tri.iter().collect();
-                self.add(&mut v, s.as_bytes(), 0.3);
+            padded.clear();
+            padded.push(' ');
+            padded.push_str(word);
+            padded.push(' ');
+            starts.clear();
+            starts.extend(padded.char_indices().map(|(i, _)| i));
+            starts.push(padded.len());
+            for w in starts.windows(4) {
+                self.add(&mut v, &padded.as_bytes()[w[0]..w[3]], 0.3);
             }
         }
         let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
@@ -90,6 +100,43 @@ mod tests {
 
     fn cos(a: &[f32], b: &[f32]) -> f32 {
         a.iter().zip(b).map(|(x, y)| x * y).sum()
+    }
+
+    /// The first version, which allocated a string per trigram: stored
+    /// vectors must not change.
+    fn reference(l: &Lexical, text: &str) -> Vec<f32> {
+        let mut v = vec![0f32; l.dim];
+        let lower = text.to_lowercase();
+        for word in lower
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+        {
+            l.add(&mut v, word.as_bytes(), 1.0);
+            let padded: Vec<char> = format!(" {word} ").chars().collect();
+            for tri in padded.windows(3) {
+                let s: String = tri.iter().collect();
+                l.add(&mut v, s.as_bytes(), 0.3);
+            }
+        }
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        if norm > 0.0 {
+            v.iter_mut().for_each(|x| *x /= norm);
+        }
+        v
+    }
+
+    #[test]
+    fn vectors_equal_the_first_versions() {
+        let l = Lexical::default();
+        for text in [
+            "",
+            "a",
+            "nginx returns 504 on long uploads",
+            "Größe, naïve café — 東京タワー and emoji 🙂 x",
+            "ǅ İstanbul ΣΑΣ ß",
+        ] {
+            assert_eq!(l.one(text), reference(&l, text), "{text:?}");
+        }
     }
 
     #[test]
