@@ -21,7 +21,7 @@ use rusqlite::ffi;
 pub(crate) const RANK: &str = "chatmill_bm25()";
 
 const K1: f64 = 1.2;
-const B: f64 = 0.75;
+pub(crate) const B: f64 = 0.75;
 
 /// Token counts of the keyword index's documents by rowid (0: unknown), as
 /// of the store's `generation`.
@@ -276,19 +276,8 @@ impl Query {
 }
 
 /// BM25 of one row: `idf` and `freq` per phrase (only `kept` ones count),
-/// with FTS5's length normalization `b`.
+/// with the length normalization `b` (0: none, 1: full; FTS5's is [`B`]).
 pub(crate) fn score(
-    idf: &[f64],
-    freq: &[f64],
-    kept: impl Fn(usize) -> bool,
-    len: f64,
-    avgdl: f64,
-) -> f64 {
-    score_with(B, idf, freq, kept, len, avgdl)
-}
-
-/// [`score`] with the length normalization `b` (0: none, 1: full).
-pub(crate) fn score_with(
     b: f64,
     idf: &[f64],
     freq: &[f64],
@@ -383,7 +372,7 @@ unsafe extern "C" fn rank(
         let result = (|| -> Result<f64, c_int> {
             let q = query(api, fts)?;
             let len = q.row(api, fts)?;
-            Ok(score(&q.idf, &q.freq, |_| true, len, q.avgdl))
+            Ok(score(B, &q.idf, &q.freq, |_| true, len, q.avgdl))
         })();
         match result {
             Ok(score) => ffi::sqlite3_result_double(ctx, -score),
@@ -499,7 +488,7 @@ mod tests {
                 assert!(!rows.is_empty(), "{q}");
                 for (id, theirs, ours, terms) in rows {
                     let t = Terms::decode(&terms).unwrap();
-                    let from_terms = -score(&t.idf, &t.freq, |_| true, t.len, t.avgdl);
+                    let from_terms = -score(B, &t.idf, &t.freq, |_| true, t.len, t.avgdl);
                     for ours in [ours, from_terms] {
                         assert!(
                             (theirs - ours).abs() <= 1e-12 * theirs.abs().max(1.0),

@@ -1072,7 +1072,7 @@ impl SqliteStore {
                     .any(|(p, f)| *f > 0.0 && kept.get(p) == Some(&true))
             })
             .map(|(id, t)| {
-                let s = bm25::score_with(
+                let s = bm25::score(
                     b,
                     &idf,
                     &t.freq,
