@@ -124,9 +124,14 @@ pub fn run(
         source,
     })?;
     // A killed run may have left temp files (never half chunk files: those
-    // are renamed into place whole).
-    inventory::sweep_temp_files(out_dir);
-    inventory::sweep_temp_files(&opts.root);
+    // are renamed into place whole). Swept under the root lock: a running
+    // server (or another import) writes its temp files under it, and one
+    // swept mid-write made its rename fail.
+    {
+        let _lock = RootLock::acquire(&opts.root, Duration::from_secs(600))?;
+        inventory::sweep_temp_files(out_dir);
+        inventory::sweep_temp_files(&opts.root);
+    }
     let manifest_path = opts.root.join(MANIFEST_FILE);
     let mut manifest = Manifest::load(&manifest_path)?;
     let inputs = if opts.inputs.is_empty() {
@@ -574,4 +579,50 @@ fn import_one(
         Ok(()) => summary.files_processed += 1,
     }
     manifest.files.insert(item.key.clone(), record);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::header::ExtractiveWriter;
+    use chatmill_runtime::{AdapterSet, Limits, Runtime};
+
+    #[test]
+    fn temp_files_are_swept_only_while_holding_the_root_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        fs_err::create_dir_all(&root).unwrap();
+        // Another writer's temp file, mid-write under the root lock.
+        let tmp = root.join(".chatmill-tmp-inflight");
+        fs_err::write(&tmp, b"half a manifest").unwrap();
+        let held = RootLock::acquire(&root, Duration::from_secs(5)).unwrap();
+        let rt = Runtime::new(Limits::default(), None).unwrap();
+        let adapters = AdapterSet::load(&rt, &[], None, &[]).unwrap();
+        let svc = Services {
+            runtime: &rt,
+            adapters: &adapters,
+            header: &ExtractiveWriter,
+            indexer: None,
+        };
+        let opts = ImportOptions {
+            root: root.clone(),
+            inputs: Vec::new(),
+            format: None,
+            processor: ProcessorConfig {
+                naming: Default::default(),
+                out_dir: root.clone(),
+                agent_id: "external".into(),
+                render: Default::default(),
+                chunker: Default::default(),
+            },
+        };
+        std::thread::scope(|s| {
+            let import = s.spawn(|| run(&svc, &opts, &mut |_| {}));
+            std::thread::sleep(Duration::from_millis(300));
+            assert!(tmp.exists(), "swept while another writer held the root");
+            drop(held);
+            import.join().unwrap().unwrap();
+        });
+        assert!(!tmp.exists(), "a temp file nobody writes is swept");
+    }
 }
