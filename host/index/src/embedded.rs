@@ -1085,7 +1085,8 @@ impl SqliteStore {
             .collect();
         let alpha = NEIGHBOUR_SHARE;
         let smoothed: Vec<(usize, f32)> = if alpha > 0.0 && !scored.is_empty() {
-            let order = self.scope_order(filter)?;
+            let matched: Vec<i64> = scored.keys().copied().collect();
+            let order = self.scope_order(filter, &matched)?;
             let at = |i: usize| scored.get(&order[i].1).copied().unwrap_or(0.0);
             (0..order.len())
                 .filter_map(|i| {
@@ -1113,15 +1114,25 @@ impl SqliteStore {
 }
 
 impl SqliteStore {
-    /// The chunks of a filtered scope in conversation order: (a number for
-    /// the conversation, rowid), sorted by conversation and first turn, so
+    /// The chunks of a filtered scope that share a conversation with one
+    /// of the `matched` rowids, in conversation order: (a number for the
+    /// conversation, rowid), sorted by conversation and first turn, so
     /// that neighbours in the list are neighbours in the conversation.
-    fn scope_order(&self, filter: &Filter) -> Result<Vec<(usize, i64)>, IndexError> {
-        let (where_sql, args) = filter_sql(filter);
+    fn scope_order(
+        &self,
+        filter: &Filter,
+        matched: &[i64],
+    ) -> Result<Vec<(usize, i64)>, IndexError> {
+        let (where_sql, filter_args) = filter_sql(filter);
+        let matched = serde_json::to_string(matched).map_err(|e| self.e(e))?;
+        let mut args = vec![rusqlite::types::Value::Text(matched)];
+        args.extend(filter_args);
         let conn = self.reader();
         let mut st = conn
             .prepare_cached(&format!(
-                "SELECT c.id, c.conversation_id, c.turn_range FROM chunks c WHERE 1 = 1{where_sql}"
+                "SELECT c.id, c.conversation_id, c.turn_range FROM chunks c
+                 WHERE c.conversation_id IN (SELECT conversation_id FROM chunks
+                   WHERE id IN (SELECT value FROM json_each(?))){where_sql}"
             ))
             .map_err(|e| self.e(e))?;
         let mut convs: HashMap<String, usize> = HashMap::new();
