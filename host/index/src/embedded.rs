@@ -1062,7 +1062,6 @@ impl SqliteStore {
                     .max(1e-6)
             })
             .collect();
-        let b = SCOPE_B;
         let scored: HashMap<i64, f64> = rows
             .iter()
             .filter(|(_, t)| {
@@ -1073,7 +1072,7 @@ impl SqliteStore {
             })
             .map(|(id, t)| {
                 let s = bm25::score(
-                    b,
+                    SCOPE_B,
                     &idf,
                     &t.freq,
                     |p| kept.get(p) == Some(&true),
@@ -1083,37 +1082,32 @@ impl SqliteStore {
                 (*id, s)
             })
             .collect();
-        let alpha = NEIGHBOUR_SHARE;
-        let smoothed: Vec<(usize, f32)> = if alpha > 0.0 && !scored.is_empty() {
-            let matched: Vec<i64> = scored.keys().copied().collect();
-            let order = self.scope_order(filter, &matched)?;
-            let at = |i: usize| scored.get(&order[i].1).copied().unwrap_or(0.0);
-            (0..order.len())
-                .filter_map(|i| {
-                    let conv = order[i].0;
-                    let prev = (i > 0 && order[i - 1].0 == conv).then(|| at(i - 1));
-                    let next = order.get(i + 1).filter(|n| n.0 == conv).map(|_| at(i + 1));
-                    let near = prev.unwrap_or(0.0).max(next.unwrap_or(0.0));
-                    let own = at(i);
-                    (own > 0.0 || near > 0.0)
-                        .then(|| (order[i].1 as usize, (own + alpha * near) as f32))
-                })
-                .collect()
-        } else {
-            scored
-                .iter()
-                .map(|(&id, &s)| (id as usize, s as f32))
-                .collect()
-        };
+        if scored.is_empty() {
+            return Ok(Some(Vec::new()));
+        }
+        // Each chunk of a conversation with a match, in turn order, gains
+        // a share of its better neighbour's score.
+        let matched: Vec<i64> = scored.keys().copied().collect();
+        let order = self.scope_order(filter, &matched)?;
+        let at = |i: usize| scored.get(&order[i].1).copied().unwrap_or(0.0);
+        let smoothed: Vec<(usize, f32)> = (0..order.len())
+            .filter_map(|i| {
+                let conv = order[i].0;
+                let prev = (i > 0 && order[i - 1].0 == conv).then(|| at(i - 1));
+                let next = order.get(i + 1).filter(|n| n.0 == conv).map(|_| at(i + 1));
+                let near = prev.unwrap_or(0.0).max(next.unwrap_or(0.0));
+                let own = at(i);
+                (own > 0.0 || near > 0.0)
+                    .then(|| (order[i].1 as usize, (own + NEIGHBOUR_SHARE * near) as f32))
+            })
+            .collect();
         let best: Vec<(i64, f32)> = top_k(smoothed, k)
             .into_iter()
             .map(|(id, s)| (id as i64, s))
             .collect();
         self.hits_by_id(&best).map(Some)
     }
-}
 
-impl SqliteStore {
     /// The chunks of a filtered scope that share a conversation with one
     /// of the `matched` rowids, in conversation order: (a number for the
     /// conversation, rowid), sorted by conversation and first turn, so
@@ -1149,7 +1143,11 @@ impl SqliteStore {
                 r.map(|(id, conv, range)| {
                     let n = convs.len();
                     let c = *convs.entry(conv).or_insert(n);
-                    (c, first_turn(&range), id)
+                    (
+                        c,
+                        crate::turn_pairs(&range).map_or(0, |(first, _)| first),
+                        id,
+                    )
                 })
             })
             .collect::<Result<_, _>>()
@@ -1157,15 +1155,6 @@ impl SqliteStore {
         rows.sort_unstable();
         Ok(rows.into_iter().map(|(c, _, id)| (c, id)).collect())
     }
-}
-
-/// The first pair of a turn range (`"3"`, `"3-4"`).
-fn first_turn(range: &str) -> u32 {
-    range
-        .split('-')
-        .next()
-        .and_then(|t| t.trim().parse().ok())
-        .unwrap_or(0)
 }
 
 /// `COLUMNS` as `c.<name>` (queries join other tables).

@@ -184,6 +184,12 @@ pub trait Store: Send + Sync {
     fn recent(&self, k: usize, filter: &Filter) -> Result<Vec<Hit>, IndexError>;
 }
 
+/// The pairs a chunk's `turn_range` covers (`"3"` → 3..=3, `"3-4"`).
+pub(crate) fn turn_pairs(range: &str) -> Option<(u32, u32)> {
+    let (a, b) = range.split_once('-').unwrap_or((range, range));
+    Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
+}
+
 /// What the pipeline needs from the index.
 pub trait Indexer: Send + Sync {
     /// Embeds and stores (replacing records with the same chunk id).

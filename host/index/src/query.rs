@@ -285,19 +285,17 @@ impl Index {
     }
 }
 
-/// The pairs a turn range covers (`"3"`, `"3-4"`).
-fn pairs(range: &str) -> Option<(u32, u32)> {
-    let (a, b) = range.split_once('-').unwrap_or((range, range));
-    Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
-}
-
 /// Each hit gains `share` of the better score of the hits right before and
 /// after it in the same conversation: a question's answer often sits in the
 /// exchange next to the one whose words match it.
 fn neighbours_share(hits: &mut [Hit], share: f32) {
+    let ranges: Vec<Option<(u32, u32)>> = hits
+        .iter()
+        .map(|h| crate::turn_pairs(&h.meta.turn_range))
+        .collect();
     let mut at: HashMap<(&str, u32), f32> = HashMap::new();
-    for h in hits.iter() {
-        if let Some((a, b)) = pairs(&h.meta.turn_range) {
+    for (h, range) in hits.iter().zip(&ranges) {
+        if let Some((a, b)) = *range {
             for key in [
                 (h.meta.conversation_id.as_str(), a),
                 (h.meta.conversation_id.as_str(), b),
@@ -309,8 +307,9 @@ fn neighbours_share(hits: &mut [Hit], share: f32) {
     }
     let gains: Vec<f32> = hits
         .iter()
-        .map(|h| {
-            let Some((a, b)) = pairs(&h.meta.turn_range) else {
+        .zip(&ranges)
+        .map(|(h, range)| {
+            let Some((a, b)) = *range else {
                 return 0.0;
             };
             let conv = h.meta.conversation_id.as_str();
