@@ -13,6 +13,13 @@ pub mod bindings {
     });
 }
 
+/// The adapter's heap. An adapter is single-threaded and allocates a string
+/// or a map node for almost every JSON value; talc serves that faster than
+/// wasi-libc's dlmalloc (ChatGPT parse in the sandbox: +6 %, throughput bench).
+#[cfg(feature = "allocator")]
+#[global_allocator]
+static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
+
 pub use bindings::chatmill::adapter::input::Source;
 use bindings::chatmill::adapter::types as wit;
 
