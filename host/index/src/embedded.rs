@@ -386,6 +386,32 @@ fn restem(conn: &Connection) -> rusqlite::Result<()> {
     ))
 }
 
+/// FTS5 merges its segments once `AUTOMERGE` of them sit at one level (its
+/// default is 4). Every write batch adds a segment, so at 4 an import spent a
+/// fifth of its index thread re-merging; at 8 the 100k-pair import bench runs
+/// ~7 % faster and the search bench's keyword and hybrid p99 at 100k chunks
+/// did not move.
+const AUTOMERGE: i64 = 8;
+
+/// Sets the keyword index's merge policy if it differs (a write only then,
+/// so opening a tuned store for a search takes no write lock).
+fn tune_merges(conn: &Connection) -> rusqlite::Result<()> {
+    let current: Option<i64> = conn
+        .query_row(
+            "SELECT v FROM chunks_fts_config WHERE k = 'automerge'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
+    if current != Some(AUTOMERGE) {
+        conn.execute(
+            "INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('automerge', ?1)",
+            [AUTOMERGE],
+        )?;
+    }
+    Ok(())
+}
+
 impl SqliteStore {
     /// Opens (creating) the store at `path`.
     pub fn open(path: &Path) -> Result<Self, IndexError> {
@@ -405,6 +431,7 @@ impl SqliteStore {
             retryable: false,
         })?;
         restem(&conn).map_err(|e| err(path, e))?;
+        tune_merges(&conn).map_err(|e| err(path, e))?;
         let reader = Connection::open(path).map_err(|e| err(path, e))?;
         reader
             .busy_timeout(std::time::Duration::from_secs(5))
@@ -1474,6 +1501,42 @@ mod tests {
             ])
             .unwrap();
         check("after another store's write");
+    }
+
+    #[test]
+    fn the_merge_policy_is_set_on_new_and_older_stores_and_rewritten_only_if_it_differs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.sqlite3");
+        let automerge = |c: &Connection| -> i64 {
+            c.query_row(
+                "SELECT v FROM chunks_fts_config WHERE k = 'automerge'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap()
+        };
+        {
+            let store = SqliteStore::open(&path).unwrap();
+            assert_eq!(automerge(&store.conn()), AUTOMERGE);
+            // A store from before the policy: FTS5's default.
+            store
+                .conn()
+                .execute(
+                    "INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('automerge', 4)",
+                    [],
+                )
+                .unwrap();
+        }
+        let store = SqliteStore::open(&path).unwrap();
+        let conn = store.conn();
+        assert_eq!(automerge(&conn), AUTOMERGE);
+        let before = conn.total_changes();
+        tune_merges(&conn).unwrap();
+        assert_eq!(
+            conn.total_changes(),
+            before,
+            "an already tuned store is not written"
+        );
     }
 
     #[test]
