@@ -71,8 +71,23 @@ pub struct CoverageError {
     pub problem: &'static str,
 }
 
+/// Words as `split_whitespace` counts them. Most text is ASCII, where a
+/// byte scan is several times faster than decoding chars (word counting was
+/// ~3 % of an import's CPU).
 pub fn word_count(s: &str) -> usize {
-    s.split_whitespace().count()
+    if !s.is_ascii() {
+        return s.split_whitespace().count();
+    }
+    // `char::is_whitespace` over ASCII: space, \t, \n, \x0B, \x0C, \r.
+    let space = |b: u8| b == b' ' || (b'\t'..=b'\r').contains(&b);
+    let mut words = 0;
+    let mut in_word = false;
+    for &b in s.as_bytes() {
+        let word = !space(b);
+        words += usize::from(word && !in_word);
+        in_word = word;
+    }
+    words
 }
 
 fn normalized(s: &str) -> String {
@@ -356,6 +371,24 @@ mod tests {
         let plan = plan(&pairs, &ChunkerConfig::default());
         assert_eq!(shape(&plan), vec![vec![0, 1, 2], vec![3]]);
         plan.check(4).unwrap();
+    }
+
+    #[test]
+    fn words_are_counted_as_split_whitespace_counts_them() {
+        for s in [
+            "",
+            " ",
+            "one",
+            "  two  words ",
+            "tabs\tand\nnew\r\nlines\x0Bvertical\x0Cfeed",
+            "trailing\n\n",
+            "no-break\u{a0}space and\u{3000}ideographic",
+            "résumé 日本語 text",
+            "\u{85}next line",
+            "a\u{2028}b\u{2029}c",
+        ] {
+            assert_eq!(word_count(s), s.split_whitespace().count(), "{s:?}");
+        }
     }
 
     #[test]
