@@ -84,7 +84,10 @@ than that the their theirs them themselves then there these they this those thro
 until up use used using very want was we were what when where which while who whom why will with \
 would you your yours yourself yourselves one two also there's it's i'm can't don't doesn't isn't \
 thing things way ways really much many well okay ok yes hi hello thanks thank sure help tell show \
-give know think try still even new good best better first";
+give know think try still even new good best better first \
+hey hiya yeah yep yup nope wow oh ah uh um hmm lol haha cool nice great awesome amazing glad sorry \
+congrats congratulations totally definitely absolutely super pretty quite gonna wanna gotta kinda sorta \
+re ve ll didn doesn isn wasn weren won wouldn couldn shouldn aren haven hasn hadn";
 
 fn stopwords() -> &'static FxHashSet<&'static str> {
     static SET: std::sync::OnceLock<FxHashSet<&'static str>> = std::sync::OnceLock::new();
@@ -108,7 +111,9 @@ fn is_separator(c: char) -> bool {
     if c.is_ascii() {
         ASCII_SEPARATORS[c as usize]
     } else {
-        c.is_whitespace()
+        // Typographic quotes and apostrophes split as their ASCII forms do
+        // ("they’re" is "they" and a contraction's tail, both stopwords).
+        c.is_whitespace() || matches!(c, '\u{2018}' | '\u{2019}' | '\u{201C}' | '\u{201D}')
     }
 }
 
@@ -258,9 +263,10 @@ pub fn first_sentence(text: &str, max: usize) -> String {
     format!("{cut}…")
 }
 
-/// The sentence of `text` that says the most: the first with at least two
-/// content words ("Thanks, Melanie!" and "Wow!" carry nothing), else the
-/// first; whitespace folded, at most `max` chars.
+/// The sentence of `text` that says something: the first with at least
+/// three content words ("Thanks, Melanie!", "Hey Gina!" and "Wow!" carry
+/// nothing), else the one with the most, the earliest on a tie; whitespace
+/// folded, at most `max` chars.
 pub fn key_sentence(text: &str, max: usize) -> String {
     // Six sentences fit in this much of a long text; folding the whole of a
     // long reply was a pass and a copy of it per chunk.
@@ -268,7 +274,7 @@ pub fn key_sentence(text: &str, max: usize) -> String {
     let folded = head.split_whitespace().collect::<Vec<_>>().join(" ");
     let stop = stopwords();
     let mut start = 0;
-    let mut first: Option<String> = None;
+    let mut best: Option<(usize, String)> = None;
     // The first few sentences only: the request is rarely later.
     for _ in 0..6 {
         if start >= folded.len() {
@@ -292,13 +298,15 @@ pub fn key_sentence(text: &str, max: usize) -> String {
         let content = tokens(s)
             .filter(|t| !stop.contains(lowercase(t).as_ref()))
             .count();
-        if content >= 2 {
+        if content >= 3 {
             return sentence();
         }
-        first.get_or_insert_with(sentence);
+        if best.as_ref().is_none_or(|(most, _)| content > *most) {
+            best = Some((content, sentence()));
+        }
         start += end + 1;
     }
-    first.unwrap_or_default()
+    best.map(|(_, s)| s).unwrap_or_default()
 }
 
 fn join_topics(t: &[String]) -> String {
@@ -455,6 +463,20 @@ mod tests {
             "Is this your own painting of a sunrise?"
         );
         assert_eq!(key_sentence("Wow!", 200), "Wow!");
+        // Greetings and a name say nothing either: the request is the
+        // sentence with the news in it.
+        assert_eq!(
+            key_sentence(
+                "Hey Gina! Good to see you too. Lost my job as a banker yesterday, so I'm gonna start my own business.",
+                200
+            ),
+            "Lost my job as a banker yesterday, so I'm gonna start my own business."
+        );
+        // With no sentence of three content words, the one with the most.
+        assert_eq!(
+            key_sentence("Yep, Melanie! Exciting but kinda nerve-wracking.", 200),
+            "Exciting but kinda nerve-wracking."
+        );
         assert_eq!(
             key_sentence("Fix the flaky test in src/a.rs today. Thanks.", 200),
             "Fix the flaky test in src/a.rs today."
@@ -518,6 +540,10 @@ mod tests {
                         | '>'
                         | '|'
                         | '*'
+                        | '\u{2018}'
+                        | '\u{2019}'
+                        | '\u{201C}'
+                        | '\u{201D}'
                 )
         };
         for c in (0..=0x3000u32).filter_map(char::from_u32) {
@@ -556,6 +582,29 @@ mod tests {
         assert!(t.len() <= 3);
         for filler in ["is", "it", "like", "my"] {
             assert!(!t.iter().any(|x| x == filler), "{t:?}");
+        }
+    }
+
+    #[test]
+    fn contraction_tails_and_interjections_are_never_topics() {
+        for (user, reply) in [
+            (
+                "They're adorable! I've got a guinea pig named Oscar.",
+                "Wow, cool! We'll get a pup soon, you're so lucky.",
+            ),
+            (
+                "They\u{2019}re adorable! I\u{2019}ve got a guinea pig named Oscar.",
+                "Wow, cool! We\u{2019}ll get a pup soon, you\u{2019}re so lucky.",
+            ),
+        ] {
+            let t = topics(None, user, reply);
+            assert!(t.iter().any(|x| x.contains("guinea pig")), "{t:?}");
+            for junk in ["re", "ve", "ll", "wow", "cool"] {
+                assert!(
+                    !t.iter().any(|x| x.split(' ').any(|w| w == junk)),
+                    "{junk} in {t:?}"
+                );
+            }
         }
     }
 
