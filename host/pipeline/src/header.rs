@@ -63,6 +63,24 @@ pub trait HeaderWriter: Send + Sync {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ExtractiveWriter;
 
+/// "a" or "an" before a platform's name, by how it is said ("an API", "a
+/// ChatGPT"): an initialism read letter by letter starts with a vowel sound
+/// when its first letter's name does.
+fn article(name: &str) -> &'static str {
+    let letters: String = name.chars().take_while(char::is_ascii_alphabetic).collect();
+    let initialism = letters.len() > 1 && letters.chars().all(|c| c.is_ascii_uppercase());
+    let first = letters.chars().next().map(|c| c.to_ascii_lowercase());
+    let vowel = if initialism {
+        matches!(
+            first,
+            Some('a' | 'e' | 'f' | 'h' | 'i' | 'l' | 'm' | 'n' | 'o' | 'r' | 's' | 'x')
+        )
+    } else {
+        matches!(first, Some('a' | 'e' | 'i' | 'o' | 'u'))
+    };
+    if vowel { "an" } else { "a" }
+}
+
 fn platform_name(p: &str) -> &str {
     match p {
         "chatgpt" => "ChatGPT",
@@ -309,6 +327,27 @@ pub fn key_sentence(text: &str, max: usize) -> String {
     best.map(|(_, s)| s).unwrap_or_default()
 }
 
+/// `text` without the one-line tool summaries the renderer writes
+/// (`[Tool: …]`, `[Tool result: …]`): what a reply says is its prose, when
+/// it has any.
+fn prose(text: &str) -> Cow<'_, str> {
+    if !text.contains("[Tool") {
+        return Cow::Borrowed(text);
+    }
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            let t = l.trim();
+            !((t.starts_with("[Tool: ") || t.starts_with("[Tool result: ")) && t.ends_with(']'))
+        })
+        .collect();
+    if kept.iter().all(|l| l.trim().is_empty()) {
+        Cow::Borrowed(text)
+    } else {
+        Cow::Owned(kept.join("\n"))
+    }
+}
+
 fn join_topics(t: &[String]) -> String {
     match t {
         [] => String::new(),
@@ -349,10 +388,12 @@ impl HeaderWriter for ExtractiveWriter {
             .unwrap_or_default();
         match input.title.map(str::trim).filter(|t| !t.is_empty()) {
             Some(t) => sentences.push(format!(
-                "From a {platform} conversation titled \"{t}\"{date}{place}{follows}."
+                "From {} {platform} conversation titled \"{t}\"{date}{place}{follows}.",
+                article(platform)
             )),
             None => sentences.push(format!(
-                "From a {platform} conversation{date}{place}{follows}."
+                "From {} {platform} conversation{date}{place}{follows}.",
+                article(platform)
             )),
         }
         let request = key_sentence(input.user, 220);
@@ -366,7 +407,7 @@ impl HeaderWriter for ExtractiveWriter {
         // what a later search for the answer ("what did she paint?") looks
         // for. One sentence of it, not the reply (the embedding holds the
         // header, so the whole reply would dilute it).
-        let gist = key_sentence(input.assistant, 160);
+        let gist = key_sentence(&prose(input.assistant), 160);
         let brings: Vec<String> = rank(&[(&reply, 3.0)])
             .into_iter()
             .filter(|r| {
@@ -605,6 +646,65 @@ mod tests {
                     "{junk} in {t:?}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn the_reply_gist_is_prose_not_a_tool_summary() {
+        let mut input = HeaderInput {
+            platform: "claude-code",
+            title: None,
+            date: None,
+            user: "Why does the totals test fail on an empty cart?",
+            assistant: "[Tool: Read src/totals.rs]\n[Tool result: pub fn total(items: &[Item]) -> u64]\n\nThe total divides by the item count, which is zero for an empty cart.",
+            turn_range: "1",
+            total_pairs: 1,
+            previous: None,
+        };
+        let h = ExtractiveWriter.write(&input).unwrap();
+        assert!(
+            h.context
+                .contains("The reply says \"The total divides by the item count"),
+            "{}",
+            h.context
+        );
+        // A reply of tool calls alone is summarized by them.
+        input.assistant = "[Tool: Bash cargo test totals]";
+        let h = ExtractiveWriter.write(&input).unwrap();
+        assert!(
+            h.context.contains("[Tool: Bash cargo test totals]"),
+            "{}",
+            h.context
+        );
+    }
+
+    #[test]
+    fn the_platform_takes_the_article_it_is_said_with() {
+        for (platform, article) in [
+            ("api", "an"),
+            ("chatgpt", "a"),
+            ("claude", "a"),
+            ("gemini", "a"),
+            ("claude-code", "a"),
+            ("local", "a"),
+            ("openrouter", "an"),
+            ("LLM proxy", "an"),
+            ("HTTP log", "an"),
+            ("GPT store", "a"),
+        ] {
+            let input = HeaderInput {
+                platform,
+                title: None,
+                date: None,
+                user: "Summarize the meeting notes about the Q3 roadmap.",
+                assistant: "The roadmap moves the billing rewrite to Q4.",
+                turn_range: "1",
+                total_pairs: 1,
+                previous: None,
+            };
+            let h = ExtractiveWriter.write(&input).unwrap();
+            let want = format!("From {article} {} conversation", platform_name(platform));
+            assert!(h.context.starts_with(&want), "{}", h.context);
         }
     }
 
