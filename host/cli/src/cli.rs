@@ -180,6 +180,11 @@ pub struct SearchArgs {
     /// a hit gains in hybrid search: 0 turns it off.
     #[arg(long, default_value_t = chatmill_index::NEIGHBOUR_SHARE)]
     pub neighbour_share: f32,
+    /// Do not read time phrases in the query ("last spring", "in June", "on
+    /// 8 May, 2023"); by default the chunks dated in the window they name
+    /// are favoured.
+    #[arg(long)]
+    pub no_time_hints: bool,
     /// Print JSON.
     #[arg(long, conflicts_with = "format")]
     pub json: bool,

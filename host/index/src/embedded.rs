@@ -1607,6 +1607,70 @@ mod tests {
     }
 
     #[test]
+    fn a_time_phrase_favours_the_chunks_dated_in_its_window() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = index(dir.path());
+        let camping = "We went camping at the lake with the kids";
+        index
+            .index(&[
+                rec("a-mar", 1_678_449_600, "local", "x", camping), // 2023-03-10
+                rec("b-sep", 1_695_211_200, "local", "x", camping), // 2023-09-20
+                rec("c-jun", 1_686_830_400, "local", "x", camping), // 2023-06-15
+                rec(
+                    "d-jun",
+                    1_687_262_400,
+                    "local",
+                    "x",
+                    "Invoice totals are stored in cents",
+                ), // 2023-06-20
+            ])
+            .unwrap();
+        let mut req = SearchRequest::new("the camping trip at the lake in June");
+        req.now = Some(1_701_432_000); // 2023-12-01
+        let ids = |r: &crate::SearchResults| -> Vec<String> {
+            r.hits.iter().map(|h| h.chunk_id.clone()).collect()
+        };
+        let off = index
+            .search(&SearchRequest {
+                time_hints: false,
+                ..req.clone()
+            })
+            .unwrap();
+        assert_eq!(off.time_window, None);
+        assert_eq!(ids(&off)[..3], ["a-mar", "b-sep", "c-jun"], "a tie, by id");
+        for mode in [Mode::Hybrid, Mode::Keyword, Mode::Semantic] {
+            let on = index
+                .search(&SearchRequest {
+                    mode,
+                    ..req.clone()
+                })
+                .unwrap();
+            let w = on.time_window.clone().unwrap();
+            assert_eq!(w.phrase, "June");
+            let got = ids(&on);
+            assert_eq!(got[0], "c-jun", "{mode:?}: {got:?}");
+            // Favoured, not filtered: the other camping trips are still
+            // found, and where words decide, above an unrelated chunk that
+            // is merely in June. (A vector search ranks every chunk, so in
+            // a four-chunk store semantic mode puts that one second.)
+            let at = |id: &str| got.iter().position(|g| g == id);
+            for other in ["a-mar", "b-sep"] {
+                assert!(
+                    at(other).is_some_and(
+                        |i| mode == Mode::Semantic || at("d-jun").is_none_or(|j| i < j)
+                    ),
+                    "{mode:?}: {got:?}"
+                );
+            }
+        }
+        // A filter that leaves nothing of the window: no window search.
+        let mut early = req.clone();
+        early.filter.until = Some(1_680_000_000); // 2023-03-28
+        let r = index.search(&early).unwrap();
+        assert_eq!(ids(&r), ["a-mar"]);
+    }
+
+    #[test]
     fn upsert_search_filter_delete_and_reopen() {
         let dir = tempfile::tempdir().unwrap();
         let ix = index(dir.path());

@@ -29,6 +29,7 @@ pub mod lexical;
 pub mod minilm;
 pub mod query;
 pub mod remote;
+pub mod time_hint;
 
 pub use cache::Cached;
 pub use chroma::{ChromaConfig, ChromaStore};

@@ -43,6 +43,8 @@ const KS: [usize; 3] = [1, 5, 10];
 
 struct Question {
     sample: String,
+    /// When it is asked: the end of its conversation's last session day.
+    asked: Option<i64>,
     text: String,
     evidence: Vec<String>,
     category: u64,
@@ -210,7 +212,9 @@ fn main() {
         std::fs::create_dir_all(&cfg.out_dir).expect("out dir");
         let mut manifest = Manifest::new();
         let mut processor = Processor::new(cfg, &header, &manifest);
+        let mut last: Option<i64> = None;
         for (conv, dia) in conversations(sample) {
+            last = last.max(conv.created.map(|t| t.timestamp()));
             let outcome = processor
                 .process(&conv, "locomo10.json", Utc::now(), &mut manifest)
                 .expect("the pipeline takes every session");
@@ -232,6 +236,7 @@ fn main() {
             }
             questions.push(Question {
                 sample: sid.clone(),
+                asked: last.map(|t| t - t.rem_euclid(86_400) + 86_399),
                 text: q["question"].as_str().unwrap_or_default().to_string(),
                 evidence,
                 category,
@@ -354,6 +359,10 @@ fn main() {
                 agent_id: Some(q.sample.clone()),
                 ..Filter::default()
             };
+            // Relative time phrases ("last year", "in June") count back
+            // from the end of the conversation, when the question is asked.
+            req.now = q.asked;
+            req.time_hints = std::env::var_os("CHATMILL_LOCOMO_NO_TIME").is_none();
             let hits = v.index.search(&req).expect("search").hits;
             for (slot, &k) in sums.iter_mut().zip(&KS) {
                 let found: std::collections::HashSet<&str> = hits

@@ -71,6 +71,8 @@ pub fn request(args: &SearchArgs) -> Result<SearchRequest, CliError> {
         recency_half_life_days: 30.0,
         keyword_weight: args.keyword_weight,
         neighbour_share: args.neighbour_share,
+        time_hints: !args.no_time_hints,
+        now: None,
     })
 }
 
@@ -118,6 +120,16 @@ pub fn run(ctx: &Context, args: SearchArgs) -> Result<ExitCode, CliError> {
     })?;
     for w in &results.warnings {
         crate::render::warning(w);
+    }
+    if let Some(w) = &results.time_window
+        && !args.json
+    {
+        crate::render::notice(&format!(
+            "read \"{}\" as {} to {} (favoured, not filtered; `--no-time-hints` turns this off)",
+            w.phrase,
+            date(w.since),
+            date(w.until)
+        ));
     }
     if args.json {
         let s = serde_json::to_string_pretty(&results).map_err(|e| CliError::failed(e, None))?;

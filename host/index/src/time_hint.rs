@@ -1,0 +1,474 @@
+//! Time phrases in a query ("what did I decide about the schema last
+//! spring", "the camping trip in June", "on 8 May, 2023"): the window of
+//! time they name, so a search can favour the chunks dated inside it.
+//!
+//! Relative phrases count back from a given moment (the clock, or the
+//! request's `now`). A month or season without a year is its latest
+//! occurrence that has begun by then. Only one phrase is read, the first;
+//! words that merely look like dates ("may I", "2023 errors") are left alone:
+//! a month needs a day, a year, or a word such as "in" or "last" before it,
+//! and a bare year needs "in", "during", "since" or "of".
+
+use chrono::{DateTime, Datelike, Days, Months, NaiveDate, TimeZone, Utc};
+use serde::{Deserialize, Serialize};
+
+/// The window a query's time phrase names (Unix seconds, both ends inclusive).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimeWindow {
+    /// The words it was read from, as written.
+    pub phrase: String,
+    pub since: i64,
+    pub until: i64,
+}
+
+const MONTHS: [&str; 12] = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+];
+
+fn month(w: &str) -> Option<u32> {
+    let i = MONTHS.iter().position(|m| *m == w).or_else(|| {
+        // The usual abbreviations ("sept" too).
+        let short = if w == "sept" { "sep" } else { w };
+        (short.len() == 3)
+            .then(|| MONTHS.iter().position(|m| m.starts_with(short)))
+            .flatten()
+    })?;
+    u32::try_from(i + 1).ok()
+}
+
+fn number(w: &str) -> Option<u32> {
+    const WORDS: [&str; 12] = [
+        "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+        "twelve",
+    ];
+    match w {
+        "a" | "an" => Some(1),
+        "couple" => Some(2),
+        "few" => Some(3),
+        _ => w.parse().ok().or_else(|| {
+            WORDS
+                .iter()
+                .position(|n| *n == w)
+                .and_then(|i| u32::try_from(i + 1).ok())
+        }),
+    }
+}
+
+fn day(w: &str) -> Option<u32> {
+    let digits = w.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let suffix = &w[digits.len()..];
+    if !matches!(suffix, "" | "st" | "nd" | "rd" | "th") {
+        return None;
+    }
+    digits.parse().ok().filter(|d| (1..=31).contains(d))
+}
+
+fn year(w: &str) -> Option<i32> {
+    (w.len() == 4)
+        .then(|| w.parse().ok())
+        .flatten()
+        .filter(|y| (1970..=2100).contains(y))
+}
+
+/// Meteorological seasons of the northern hemisphere: the first month, and
+/// whether it starts in the year before (winter).
+fn season(w: &str) -> Option<u32> {
+    match w {
+        "spring" => Some(3),
+        "summer" => Some(6),
+        "autumn" | "fall" => Some(9),
+        "winter" => Some(12),
+        _ => None,
+    }
+}
+
+fn start(y: i32, m: u32, d: u32) -> Option<DateTime<Utc>> {
+    NaiveDate::from_ymd_opt(y, m, d)
+        .and_then(|d| d.and_hms_opt(0, 0, 0))
+        .map(|t| Utc.from_utc_datetime(&t))
+}
+
+fn span(from: DateTime<Utc>, to_exclusive: DateTime<Utc>) -> (i64, i64) {
+    (from.timestamp(), to_exclusive.timestamp() - 1)
+}
+
+fn month_span(y: i32, m: u32, months: u32) -> Option<(i64, i64)> {
+    let from = start(y, m, 1)?;
+    Some(span(from, from.checked_add_months(Months::new(months))?))
+}
+
+fn day_span(from: DateTime<Utc>, days: u64) -> Option<(i64, i64)> {
+    Some(span(from, from.checked_add_days(Days::new(days))?))
+}
+
+/// The latest year in which month `m` has begun by `now` (`last`: the one
+/// before the current month's, when it is the current month).
+fn latest_year(now: DateTime<Utc>, m: u32, last: bool) -> i32 {
+    if m < now.month() || (m == now.month() && !last) {
+        now.year()
+    } else {
+        now.year() - 1
+    }
+}
+
+/// Reads the first time phrase of `query`, counting back from `now`.
+pub fn find(query: &str, now: DateTime<Utc>) -> Option<TimeWindow> {
+    // Words with their byte ranges in the query, lowercased, punctuation
+    // trimmed ("2023?", "may,").
+    let mut words: Vec<(String, usize, usize)> = Vec::new();
+    let mut pos = 0;
+    for raw in query.split_whitespace() {
+        let at = pos + query[pos..].find(raw).unwrap_or(0);
+        pos = at + raw.len();
+        let lead = raw.len() - raw.trim_start_matches(|c: char| !c.is_alphanumeric()).len();
+        let w = raw.trim_matches(|c: char| !c.is_alphanumeric() && c != '-');
+        let w = w.strip_suffix("'s").unwrap_or(w);
+        if w.is_empty() {
+            continue;
+        }
+        words.push((w.to_lowercase(), at + lead, at + lead + w.len()));
+    }
+    let today = start(now.year(), now.month(), now.day())?;
+    for i in 0..words.len() {
+        let w = |j: usize| words.get(j).map_or("", |x| x.0.as_str());
+        let before = if i == 0 { "" } else { w(i - 1) };
+        let found: Option<((i64, i64), usize, usize)> = (|| {
+            // 2023-05-08
+            if let Ok(d) = NaiveDate::parse_from_str(w(i), "%Y-%m-%d") {
+                return Some((day_span(start(d.year(), d.month(), d.day())?, 1)?, i, i));
+            }
+            // May 8, 2023 / May 2023 / May 8 / (in) May
+            if let Some(m) = month(w(i)) {
+                if let Some(d) = day(w(i + 1)) {
+                    if let Some(y) = year(w(i + 2)) {
+                        return Some((day_span(start(y, m, d)?, 1)?, i, i + 2));
+                    }
+                    let y = latest_year(now, m, false);
+                    let y = if start(y, m, d)? > now { y - 1 } else { y };
+                    return Some((day_span(start(y, m, d)?, 1)?, i, i + 1));
+                }
+                if let Some(y) = year(w(i + 1)) {
+                    return Some((month_span(y, m, 1)?, i, i + 1));
+                }
+                let lead = matches!(
+                    before,
+                    "in" | "during" | "since" | "last" | "this" | "early" | "late" | "mid" | "of"
+                );
+                if lead {
+                    let y = latest_year(now, m, before == "last");
+                    return Some((month_span(y, m, 1)?, i, i));
+                }
+                return None;
+            }
+            // 8 May, 2023 / 8th of May 2023
+            if let Some(d) = day(w(i)) {
+                let of = usize::from(w(i + 1) == "of");
+                if let Some(m) = month(w(i + 1 + of))
+                    && let Some(y) = year(w(i + 2 + of))
+                {
+                    return Some((day_span(start(y, m, d)?, 1)?, i, i + 2 + of));
+                }
+            }
+            // in 2023
+            if let Some(y) = year(w(i))
+                && matches!(before, "in" | "during" | "since" | "of" | "from")
+            {
+                return Some((month_span(y, 1, 12)?, i, i));
+            }
+            // summer 2023 / summer of 2023 / last summer / this summer
+            if let Some(first) = season(w(i)) {
+                let of = usize::from(w(i + 1) == "of");
+                if let Some(y) = year(w(i + 1 + of)) {
+                    let y = if first == 12 { y - 1 } else { y };
+                    return Some((month_span(y, first, 3)?, i, i + 1 + of));
+                }
+                if matches!(before, "last" | "this" | "past") {
+                    // The latest season of that name that has begun (this)
+                    // or ended (last) by now.
+                    let mut from = start(now.year(), first, 1)?;
+                    while from > now {
+                        from = from.checked_sub_months(Months::new(12))?;
+                    }
+                    let end = from.checked_add_months(Months::new(3))?;
+                    if before != "this" && end > now {
+                        from = from.checked_sub_months(Months::new(12))?;
+                    }
+                    let end = from.checked_add_months(Months::new(3))?;
+                    return Some((span(from, end), i - 1, i));
+                }
+                return None;
+            }
+            match w(i) {
+                "today" | "tonight" => return Some((day_span(today, 1)?, i, i)),
+                "yesterday" => {
+                    return Some((day_span(today.checked_sub_days(Days::new(1))?, 1)?, i, i));
+                }
+                _ => {}
+            }
+            // last week / this month / the past year
+            if matches!(w(i), "last" | "this" | "past" | "previous") {
+                let monday = today.checked_sub_days(Days::new(u64::from(
+                    today.weekday().num_days_from_monday(),
+                )))?;
+                let this = w(i) == "this";
+                let rolling = w(i) == "past";
+                let window = match w(i + 1) {
+                    "week" if rolling => Some(span(today.checked_sub_days(Days::new(6))?, now)),
+                    "week" if this => Some(span(monday, now)),
+                    "week" => day_span(monday.checked_sub_days(Days::new(7))?, 7),
+                    "weekend" => {
+                        let saturday = monday.checked_add_days(Days::new(5))?;
+                        let saturday = if this || saturday <= today {
+                            saturday
+                        } else {
+                            saturday.checked_sub_days(Days::new(7))?
+                        };
+                        let saturday = if !this && saturday.checked_add_days(Days::new(2))? > now {
+                            saturday.checked_sub_days(Days::new(7))?
+                        } else {
+                            saturday
+                        };
+                        day_span(saturday, 2)
+                    }
+                    "month" if rolling => Some(span(today.checked_sub_days(Days::new(30))?, now)),
+                    "month" if this => Some(span(start(now.year(), now.month(), 1)?, now)),
+                    "month" => {
+                        let first = start(now.year(), now.month(), 1)?
+                            .checked_sub_months(Months::new(1))?;
+                        month_span(first.year(), first.month(), 1)
+                    }
+                    "year" if rolling => Some(span(today.checked_sub_days(Days::new(365))?, now)),
+                    "year" if this => Some(span(start(now.year(), 1, 1)?, now)),
+                    "year" => month_span(now.year() - 1, 1, 12),
+                    _ => None,
+                };
+                return window.map(|s| (s, i, i + 1));
+            }
+            // three weeks ago / a month ago / 4 years ago
+            if let Some(n) = number(w(i))
+                && w(i + 2) == "ago"
+            {
+                let unit = w(i + 1).trim_end_matches('s');
+                let n64 = u64::from(n);
+                let window = match unit {
+                    "day" => day_span(today.checked_sub_days(Days::new(n64))?, 1),
+                    "week" => day_span(today.checked_sub_days(Days::new(7 * n64 + 3))?, 7),
+                    "month" => {
+                        let m = start(now.year(), now.month(), 1)?
+                            .checked_sub_months(Months::new(n))?;
+                        month_span(m.year(), m.month(), 1)
+                    }
+                    "year" => month_span(now.year() - i32::try_from(n).ok()?, 1, 12),
+                    _ => None,
+                };
+                return window.map(|s| (s, i, i + 2));
+            }
+            None
+        })();
+        if let Some(((since, until), from, to)) = found {
+            let phrase = query[words[from].1..words[to].2].to_string();
+            return Some(TimeWindow {
+                phrase,
+                since,
+                until,
+            });
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    fn read(query: &str, now: &str) -> Option<(String, String, String)> {
+        find(query, at(now)).map(|w| {
+            let d = |t: i64| {
+                DateTime::<Utc>::from_timestamp(t, 0)
+                    .unwrap()
+                    .format("%Y-%m-%d")
+                    .to_string()
+            };
+            (w.phrase, d(w.since), d(w.until))
+        })
+    }
+
+    #[test]
+    fn phrases_read_as_windows() {
+        // Tuesday 24 November 2026, in the afternoon.
+        let now = "2026-11-24T15:00:00Z";
+        // (query, (phrase, first day, last day))
+        type Case = (
+            &'static str,
+            Option<(&'static str, &'static str, &'static str)>,
+        );
+        let cases: &[Case] = &[
+            (
+                "what did I decide about the schema last spring",
+                Some(("last spring", "2026-03-01", "2026-05-31")),
+            ),
+            (
+                "notes from last winter",
+                Some(("last winter", "2025-12-01", "2026-02-28")),
+            ),
+            (
+                "this autumn's plan",
+                Some(("this autumn", "2026-09-01", "2026-11-30")),
+            ),
+            (
+                "When did Melanie go camping in June?",
+                Some(("June", "2026-06-01", "2026-06-30")),
+            ),
+            (
+                "the outage in December",
+                Some(("December", "2025-12-01", "2025-12-31")),
+            ),
+            (
+                "the outage in November",
+                Some(("November", "2026-11-01", "2026-11-30")),
+            ),
+            (
+                "what happened last November",
+                Some(("November", "2025-11-01", "2025-11-30")),
+            ),
+            (
+                "What did Mel paint in July 2023?",
+                Some(("July 2023", "2023-07-01", "2023-07-31")),
+            ),
+            (
+                "What painting did Melanie show on October 13, 2023?",
+                Some(("October 13, 2023", "2023-10-13", "2023-10-13")),
+            ),
+            (
+                "What did Gina find on 1 February, 2023?",
+                Some(("1 February, 2023", "2023-02-01", "2023-02-01")),
+            ),
+            (
+                "the 8th of May 2023 standup",
+                Some(("8th of May 2023", "2023-05-08", "2023-05-08")),
+            ),
+            (
+                "the deploy on Dec 24",
+                Some(("Dec 24", "2025-12-24", "2025-12-24")),
+            ),
+            (
+                "the deploy on Nov 3",
+                Some(("Nov 3", "2026-11-03", "2026-11-03")),
+            ),
+            ("logs from 2026-02-29", None),
+            (
+                "logs from 2024-02-29",
+                Some(("2024-02-29", "2024-02-29", "2024-02-29")),
+            ),
+            (
+                "How many times has Melanie gone to the beach in 2023?",
+                Some(("2023", "2023-01-01", "2023-12-31")),
+            ),
+            ("the 2023 errors", None),
+            ("may I ask about the parser", None),
+            (
+                "what we discussed yesterday",
+                Some(("yesterday", "2026-11-23", "2026-11-23")),
+            ),
+            (
+                "what we said today",
+                Some(("today", "2026-11-24", "2026-11-24")),
+            ),
+            (
+                "the bug from last week",
+                Some(("last week", "2026-11-16", "2026-11-22")),
+            ),
+            (
+                "the bug from this week",
+                Some(("this week", "2026-11-23", "2026-11-24")),
+            ),
+            (
+                "the past week",
+                Some(("past week", "2026-11-18", "2026-11-24")),
+            ),
+            (
+                "hikes last weekend",
+                Some(("last weekend", "2026-11-21", "2026-11-22")),
+            ),
+            (
+                "last month's invoices",
+                Some(("last month", "2026-10-01", "2026-10-31")),
+            ),
+            (
+                "this year so far",
+                Some(("this year", "2026-01-01", "2026-11-24")),
+            ),
+            (
+                "the trip last year",
+                Some(("last year", "2025-01-01", "2025-12-31")),
+            ),
+            (
+                "Where did Caroline move from 4 years ago?",
+                Some(("4 years ago", "2022-01-01", "2022-12-31")),
+            ),
+            (
+                "a month ago",
+                Some(("a month ago", "2026-10-01", "2026-10-31")),
+            ),
+            (
+                "three days ago",
+                Some(("three days ago", "2026-11-21", "2026-11-21")),
+            ),
+            (
+                "two weeks ago",
+                Some(("two weeks ago", "2026-11-07", "2026-11-13")),
+            ),
+            (
+                "summer of 2023",
+                Some(("summer of 2023", "2023-06-01", "2023-08-31")),
+            ),
+            ("nginx upload timeout", None),
+            ("spring boot config", None),
+        ];
+        for (query, want) in cases {
+            let got = read(query, now);
+            let want = want.map(|(p, a, b)| (p.to_string(), a.to_string(), b.to_string()));
+            assert_eq!(got, want, "{query}");
+        }
+    }
+
+    #[test]
+    fn in_a_season_last_means_the_one_before() {
+        // In July, "last summer" is the year before's; "this summer" is now.
+        let now = "2026-07-10T12:00:00Z";
+        assert_eq!(
+            read("last summer", now),
+            Some((
+                "last summer".into(),
+                "2025-06-01".into(),
+                "2025-08-31".into()
+            ))
+        );
+        assert_eq!(
+            read("this summer", now),
+            Some((
+                "this summer".into(),
+                "2026-06-01".into(),
+                "2026-08-31".into()
+            ))
+        );
+        // And "in July" is this July, "last July" the one before.
+        assert_eq!(read("in July", now).unwrap().1, "2026-07-01");
+        assert_eq!(read("last July", now).unwrap().1, "2025-07-01");
+    }
+}
