@@ -135,6 +135,9 @@ fn main() {
         ("keyword (BM25)", Mode::Keyword, Filter::default()),
         ("hybrid", Mode::Hybrid, Filter::default()),
         ("hybrid + filter", Mode::Hybrid, filtered),
+        // The query ends "in December 2023": the rankings run again within
+        // that month (about half of these chunks' dates) and join the fusion.
+        ("hybrid + time phrase", Mode::Hybrid, Filter::default()),
         // A small scope: its common words are counted and dropped.
         (
             "hybrid, one conversation",
@@ -174,8 +177,13 @@ fn main() {
         }
         let mut lat = Vec::new();
         for q in 0..200 {
+            let phrase = if label.contains("time phrase") {
+                " in December 2023"
+            } else {
+                ""
+            };
             let mut req = SearchRequest::new(&format!(
-                "{} {} problem",
+                "{} {} problem{phrase}",
                 WORDS[q % WORDS.len()],
                 WORDS[(q * 7) % WORDS.len()]
             ));
