@@ -7,7 +7,8 @@
 //! occurrence that has begun by then. Only one phrase is read, the first;
 //! words that merely look like dates ("may I", "2023 errors") are left alone:
 //! a month needs a day, a year, or a word such as "in" or "last" before it,
-//! and a bare year needs "in", "during", "since" or "of".
+//! and a bare year needs "in", "during", "since" or "of". "Since" runs the
+//! window on to now.
 
 use chrono::{DateTime, Datelike, Days, Months, NaiveDate, TimeZone, Utc};
 use serde::{Deserialize, Serialize};
@@ -276,7 +277,12 @@ pub fn find(query: &str, now: DateTime<Utc>) -> Option<TimeWindow> {
             }
             None
         })();
-        if let Some(((since, until), from, to)) = found {
+        if let Some(((since, mut until), mut from, to)) = found {
+            // "since May": from then until now.
+            if from > 0 && words[from - 1].0 == "since" {
+                from -= 1;
+                until = until.max(now.timestamp());
+            }
             let phrase = query[words[from].1..words[to].2].to_string();
             return Some(TimeWindow {
                 phrase,
@@ -380,6 +386,15 @@ mod tests {
                 Some(("2023", "2023-01-01", "2023-12-31")),
             ),
             ("the 2023 errors", None),
+            (
+                "everything since 2024",
+                Some(("since 2024", "2024-01-01", "2026-11-24")),
+            ),
+            (
+                "the flaky test since March",
+                Some(("since March", "2026-03-01", "2026-11-24")),
+            ),
+            ("fix the march build", None),
             ("may I ask about the parser", None),
             (
                 "what we discussed yesterday",
