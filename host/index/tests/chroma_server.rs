@@ -154,6 +154,21 @@ fn a_real_chroma_server_stores_filters_ranks_and_migrates() {
     let hits = index.search(&req).unwrap().hits;
     assert!(hits.iter().all(|h| h.meta.platform == "claude"), "{hits:?}");
 
+    // A time phrase searches its window on the server too ("last year" is
+    // 2025 here: only the sourdough chat), and favours only what is
+    // relevant in it: the nginx chat stays first.
+    let mut req = SearchRequest::new("websocket 502 behind nginx last year");
+    req.now = Some(now);
+    let res = index.search(&req).unwrap();
+    let w = res.time_window.clone().unwrap();
+    assert_eq!(w.phrase, "last year");
+    assert!(w.since <= now - 400 * 86_400 && now - 400 * 86_400 <= w.until);
+    assert_eq!(res.hits[0].chunk_id, "nginx", "{:?}", res.hits);
+    let mut req = SearchRequest::new("sourdough acetone last year");
+    req.now = Some(now);
+    let res = index.search(&req).unwrap();
+    assert_eq!(res.hits[0].chunk_id, "bread");
+
     // Hybrid degrades to dense with a warning (Chroma has no BM25).
     let res = index
         .search(&SearchRequest::new("sourdough acetone"))
