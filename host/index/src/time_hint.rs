@@ -132,164 +132,163 @@ pub fn find(query: &str, now: DateTime<Utc>) -> Option<TimeWindow> {
     for raw in query.split_whitespace() {
         let at = pos + query[pos..].find(raw).unwrap_or(0);
         pos = at + raw.len();
-        let lead = raw.len() - raw.trim_start_matches(|c: char| !c.is_alphanumeric()).len();
-        let w = raw.trim_matches(|c: char| !c.is_alphanumeric() && c != '-');
+        let edge = |c: char| !c.is_alphanumeric() && c != '-';
+        let lead = raw.len() - raw.trim_start_matches(edge).len();
+        let w = raw.trim_matches(edge);
         let w = w.strip_suffix("'s").unwrap_or(w);
         if w.is_empty() {
             continue;
         }
         words.push((w.to_lowercase(), at + lead, at + lead + w.len()));
     }
+    let lower: Vec<&str> = words.iter().map(|x| x.0.as_str()).collect();
+    let ((since, mut until), mut from, to) =
+        (0..words.len()).find_map(|i| phrase_at(&lower, i, now))?;
+    // "since May": from then until now.
+    if from > 0 && words[from - 1].0 == "since" {
+        from -= 1;
+        until = until.max(now.timestamp());
+    }
+    Some(TimeWindow {
+        phrase: query[words[from].1..words[to].2].to_string(),
+        since,
+        until,
+    })
+}
+
+/// The window named by a phrase that starts at word `i` of `words`
+/// (lowercased), with the phrase's first and last word.
+fn phrase_at(words: &[&str], i: usize, now: DateTime<Utc>) -> Option<((i64, i64), usize, usize)> {
+    let w = |j: usize| words.get(j).copied().unwrap_or("");
+    let before = if i == 0 { "" } else { w(i - 1) };
     let today = start(now.year(), now.month(), now.day())?;
-    for i in 0..words.len() {
-        let w = |j: usize| words.get(j).map_or("", |x| x.0.as_str());
-        let before = if i == 0 { "" } else { w(i - 1) };
-        let found: Option<((i64, i64), usize, usize)> = (|| {
-            // 2023-05-08
-            if let Ok(d) = NaiveDate::parse_from_str(w(i), "%Y-%m-%d") {
-                return Some((day_span(start(d.year(), d.month(), d.day())?, 1)?, i, i));
+    // 2023-05-08
+    if let Ok(d) = NaiveDate::parse_from_str(w(i), "%Y-%m-%d") {
+        return Some((day_span(start(d.year(), d.month(), d.day())?, 1)?, i, i));
+    }
+    // May 8, 2023 / May 2023 / May 8 / (in) May
+    if let Some(m) = month(w(i)) {
+        if let Some(d) = day(w(i + 1)) {
+            if let Some(y) = year(w(i + 2)) {
+                return Some((day_span(start(y, m, d)?, 1)?, i, i + 2));
             }
-            // May 8, 2023 / May 2023 / May 8 / (in) May
-            if let Some(m) = month(w(i)) {
-                if let Some(d) = day(w(i + 1)) {
-                    if let Some(y) = year(w(i + 2)) {
-                        return Some((day_span(start(y, m, d)?, 1)?, i, i + 2));
-                    }
-                    let y = latest_year(now, m, false);
-                    let y = if start(y, m, d)? > now { y - 1 } else { y };
-                    return Some((day_span(start(y, m, d)?, 1)?, i, i + 1));
-                }
-                if let Some(y) = year(w(i + 1)) {
-                    return Some((month_span(y, m, 1)?, i, i + 1));
-                }
-                let lead = matches!(
-                    before,
-                    "in" | "during" | "since" | "last" | "this" | "early" | "late" | "mid" | "of"
-                );
-                if lead {
-                    let y = latest_year(now, m, before == "last");
-                    return Some((month_span(y, m, 1)?, i, i));
-                }
-                return None;
-            }
-            // 8 May, 2023 / 8th of May 2023
-            if let Some(d) = day(w(i)) {
-                let of = usize::from(w(i + 1) == "of");
-                if let Some(m) = month(w(i + 1 + of))
-                    && let Some(y) = year(w(i + 2 + of))
-                {
-                    return Some((day_span(start(y, m, d)?, 1)?, i, i + 2 + of));
-                }
-            }
-            // in 2023
-            if let Some(y) = year(w(i))
-                && matches!(before, "in" | "during" | "since" | "of" | "from")
-            {
-                return Some((month_span(y, 1, 12)?, i, i));
-            }
-            // summer 2023 / summer of 2023 / last summer / this summer
-            if let Some(first) = season(w(i)) {
-                let of = usize::from(w(i + 1) == "of");
-                if let Some(y) = year(w(i + 1 + of)) {
-                    let y = if first == 12 { y - 1 } else { y };
-                    return Some((month_span(y, first, 3)?, i, i + 1 + of));
-                }
-                if matches!(before, "last" | "this" | "past") {
-                    // The latest season of that name that has begun (this)
-                    // or ended (last) by now.
-                    let mut from = start(now.year(), first, 1)?;
-                    while from > now {
-                        from = from.checked_sub_months(Months::new(12))?;
-                    }
-                    let end = from.checked_add_months(Months::new(3))?;
-                    if before != "this" && end > now {
-                        from = from.checked_sub_months(Months::new(12))?;
-                    }
-                    let end = from.checked_add_months(Months::new(3))?;
-                    return Some((span(from, end), i - 1, i));
-                }
-                return None;
-            }
-            match w(i) {
-                "today" | "tonight" => return Some((day_span(today, 1)?, i, i)),
-                "yesterday" => {
-                    return Some((day_span(today.checked_sub_days(Days::new(1))?, 1)?, i, i));
-                }
-                _ => {}
-            }
-            // last week / this month / the past year
-            if matches!(w(i), "last" | "this" | "past" | "previous") {
-                let monday = today.checked_sub_days(Days::new(u64::from(
-                    today.weekday().num_days_from_monday(),
-                )))?;
-                let this = w(i) == "this";
-                let rolling = w(i) == "past";
-                let window = match w(i + 1) {
-                    "week" if rolling => Some(span(today.checked_sub_days(Days::new(6))?, now)),
-                    "week" if this => Some(span(monday, now)),
-                    "week" => day_span(monday.checked_sub_days(Days::new(7))?, 7),
-                    "weekend" => {
-                        let saturday = monday.checked_add_days(Days::new(5))?;
-                        let saturday = if this || saturday <= today {
-                            saturday
-                        } else {
-                            saturday.checked_sub_days(Days::new(7))?
-                        };
-                        let saturday = if !this && saturday.checked_add_days(Days::new(2))? > now {
-                            saturday.checked_sub_days(Days::new(7))?
-                        } else {
-                            saturday
-                        };
-                        day_span(saturday, 2)
-                    }
-                    "month" if rolling => Some(span(today.checked_sub_days(Days::new(30))?, now)),
-                    "month" if this => Some(span(start(now.year(), now.month(), 1)?, now)),
-                    "month" => {
-                        let first = start(now.year(), now.month(), 1)?
-                            .checked_sub_months(Months::new(1))?;
-                        month_span(first.year(), first.month(), 1)
-                    }
-                    "year" if rolling => Some(span(today.checked_sub_days(Days::new(365))?, now)),
-                    "year" if this => Some(span(start(now.year(), 1, 1)?, now)),
-                    "year" => month_span(now.year() - 1, 1, 12),
-                    _ => None,
-                };
-                return window.map(|s| (s, i, i + 1));
-            }
-            // three weeks ago / a month ago / 4 years ago
-            if let Some(n) = number(w(i))
-                && w(i + 2) == "ago"
-            {
-                let unit = w(i + 1).trim_end_matches('s');
-                let n64 = u64::from(n);
-                let window = match unit {
-                    "day" => day_span(today.checked_sub_days(Days::new(n64))?, 1),
-                    "week" => day_span(today.checked_sub_days(Days::new(7 * n64 + 3))?, 7),
-                    "month" => {
-                        let m = start(now.year(), now.month(), 1)?
-                            .checked_sub_months(Months::new(n))?;
-                        month_span(m.year(), m.month(), 1)
-                    }
-                    "year" => month_span(now.year() - i32::try_from(n).ok()?, 1, 12),
-                    _ => None,
-                };
-                return window.map(|s| (s, i, i + 2));
-            }
-            None
-        })();
-        if let Some(((since, mut until), mut from, to)) = found {
-            // "since May": from then until now.
-            if from > 0 && words[from - 1].0 == "since" {
-                from -= 1;
-                until = until.max(now.timestamp());
-            }
-            let phrase = query[words[from].1..words[to].2].to_string();
-            return Some(TimeWindow {
-                phrase,
-                since,
-                until,
-            });
+            let y = latest_year(now, m, false);
+            let y = if start(y, m, d)? > now { y - 1 } else { y };
+            return Some((day_span(start(y, m, d)?, 1)?, i, i + 1));
         }
+        if let Some(y) = year(w(i + 1)) {
+            return Some((month_span(y, m, 1)?, i, i + 1));
+        }
+        let lead = matches!(
+            before,
+            "in" | "during" | "since" | "last" | "this" | "early" | "late" | "mid" | "of"
+        );
+        if lead {
+            let y = latest_year(now, m, before == "last");
+            return Some((month_span(y, m, 1)?, i, i));
+        }
+        return None;
+    }
+    // 8 May, 2023 / 8th of May 2023
+    if let Some(d) = day(w(i)) {
+        let of = usize::from(w(i + 1) == "of");
+        if let Some(m) = month(w(i + 1 + of))
+            && let Some(y) = year(w(i + 2 + of))
+        {
+            return Some((day_span(start(y, m, d)?, 1)?, i, i + 2 + of));
+        }
+    }
+    // in 2023
+    if let Some(y) = year(w(i))
+        && matches!(before, "in" | "during" | "since" | "of" | "from")
+    {
+        return Some((month_span(y, 1, 12)?, i, i));
+    }
+    // summer 2023 / summer of 2023 / last summer / this summer
+    if let Some(first) = season(w(i)) {
+        let of = usize::from(w(i + 1) == "of");
+        if let Some(y) = year(w(i + 1 + of)) {
+            let y = if first == 12 { y - 1 } else { y };
+            return Some((month_span(y, first, 3)?, i, i + 1 + of));
+        }
+        if matches!(before, "last" | "this" | "past") {
+            // The latest season of that name that has begun (this)
+            // or ended (last) by now.
+            let mut from = start(now.year(), first, 1)?;
+            while from > now {
+                from = from.checked_sub_months(Months::new(12))?;
+            }
+            let end = from.checked_add_months(Months::new(3))?;
+            if before != "this" && end > now {
+                from = from.checked_sub_months(Months::new(12))?;
+            }
+            let end = from.checked_add_months(Months::new(3))?;
+            return Some((span(from, end), i - 1, i));
+        }
+        return None;
+    }
+    match w(i) {
+        "today" | "tonight" => return Some((day_span(today, 1)?, i, i)),
+        "yesterday" => {
+            return Some((day_span(today.checked_sub_days(Days::new(1))?, 1)?, i, i));
+        }
+        _ => {}
+    }
+    // last week / this month / the past year
+    if matches!(w(i), "last" | "this" | "past" | "previous") {
+        let monday =
+            today.checked_sub_days(Days::new(u64::from(today.weekday().num_days_from_monday())))?;
+        let this = w(i) == "this";
+        let rolling = w(i) == "past";
+        let window = match w(i + 1) {
+            "week" if rolling => Some(span(today.checked_sub_days(Days::new(6))?, now)),
+            "week" if this => Some(span(monday, now)),
+            "week" => day_span(monday.checked_sub_days(Days::new(7))?, 7),
+            "weekend" => {
+                let saturday = monday.checked_add_days(Days::new(5))?;
+                let saturday = if this || saturday <= today {
+                    saturday
+                } else {
+                    saturday.checked_sub_days(Days::new(7))?
+                };
+                let saturday = if !this && saturday.checked_add_days(Days::new(2))? > now {
+                    saturday.checked_sub_days(Days::new(7))?
+                } else {
+                    saturday
+                };
+                day_span(saturday, 2)
+            }
+            "month" if rolling => Some(span(today.checked_sub_days(Days::new(30))?, now)),
+            "month" if this => Some(span(start(now.year(), now.month(), 1)?, now)),
+            "month" => {
+                let first =
+                    start(now.year(), now.month(), 1)?.checked_sub_months(Months::new(1))?;
+                month_span(first.year(), first.month(), 1)
+            }
+            "year" if rolling => Some(span(today.checked_sub_days(Days::new(365))?, now)),
+            "year" if this => Some(span(start(now.year(), 1, 1)?, now)),
+            "year" => month_span(now.year() - 1, 1, 12),
+            _ => None,
+        };
+        return window.map(|s| (s, i, i + 1));
+    }
+    // three weeks ago / a month ago / 4 years ago
+    if let Some(n) = number(w(i))
+        && w(i + 2) == "ago"
+    {
+        let unit = w(i + 1).trim_end_matches('s');
+        let n64 = u64::from(n);
+        let window = match unit {
+            "day" => day_span(today.checked_sub_days(Days::new(n64))?, 1),
+            "week" => day_span(today.checked_sub_days(Days::new(7 * n64 + 3))?, 7),
+            "month" => {
+                let m = start(now.year(), now.month(), 1)?.checked_sub_months(Months::new(n))?;
+                month_span(m.year(), m.month(), 1)
+            }
+            "year" => month_span(now.year() - i32::try_from(n).ok()?, 1, 12),
+            _ => None,
+        };
+        return window.map(|s| (s, i, i + 2));
     }
     None
 }
@@ -460,6 +459,32 @@ mod tests {
             let want = want.map(|(p, a, b)| (p.to_string(), a.to_string(), b.to_string()));
             assert_eq!(got, want, "{query}");
         }
+    }
+
+    #[test]
+    fn any_text_is_read_without_panicking() {
+        let now = at("2026-11-24T15:00:00Z");
+        for q in [
+            "",
+            "-2023",
+            "in -2023-",
+            "since",
+            "last",
+            "Ünïcödé in June?",
+            "in \u{1F600}June\u{1F600} 2023",
+            "camping 31st",
+            "on February 30, 2023",
+            "in 0000",
+            "9999999999999999999999 days ago",
+            "last last last week",
+        ] {
+            let _ = find(q, now);
+        }
+        assert_eq!(find("on February 30, 2023", now), None);
+        assert_eq!(
+            find("in \u{1F600}June\u{1F600} 2023", now).map(|w| w.phrase),
+            Some("June\u{1F600} 2023".to_string())
+        );
     }
 
     #[test]
