@@ -171,7 +171,42 @@ fn lowercase(t: &str) -> Cow<'_, str> {
 
 /// The longest prefix of `s` with at most `n` chars.
 fn prefix_chars(s: &str, n: usize) -> &str {
+    // No more bytes than `n`: no more chars either (most texts).
+    if s.len() <= n {
+        return s;
+    }
     s.char_indices().nth(n).map_or(s, |(i, _)| &s[..i])
+}
+
+/// Where the first sentence of `text` ends: after the first `.`, `?` or `!`
+/// that whitespace follows; else the end. (Found in the text as it is:
+/// folding the whitespace of a whole long text first was a copy per call.)
+fn sentence_end(text: &str) -> usize {
+    let b = text.as_bytes();
+    let mut from = 0;
+    while let Some(i) = b[from..]
+        .iter()
+        .position(|c| matches!(c, b'.' | b'?' | b'!'))
+        .map(|i| from + i)
+    {
+        if text[i + 1..].starts_with(char::is_whitespace) {
+            return i + 1;
+        }
+        from = i + 1;
+    }
+    text.len()
+}
+
+/// `text` with its whitespace runs folded to one space, trimmed.
+fn fold(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for w in text.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(w);
+    }
+    out
 }
 
 /// How much of a reply its topics are drawn from.
@@ -263,15 +298,9 @@ fn rank(sources: &[(&[Key<'_>], f64)]) -> Vec<String> {
 
 /// The first sentence of `text`, whitespace folded, at most `max` chars.
 pub fn first_sentence(text: &str, max: usize) -> String {
-    let folded = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let end = folded
-        .char_indices()
-        .find(|&(i, c)| matches!(c, '.' | '?' | '!') && folded[i + 1..].starts_with(' '))
-        .map(|(i, c)| i + c.len_utf8())
-        .unwrap_or(folded.len());
-    let s = &folded[..end];
+    let s = fold(&text[..sentence_end(text)]);
     if s.chars().count() <= max {
-        return s.to_string();
+        return s;
     }
     let cut: String = s.chars().take(max).collect();
     let cut = cut
@@ -289,20 +318,15 @@ pub fn key_sentence(text: &str, max: usize) -> String {
     // Six sentences fit in this much of a long text; folding the whole of a
     // long reply was a pass and a copy of it per chunk.
     let head = prefix_chars(text, REPLY_CHARS);
-    let folded = head.split_whitespace().collect::<Vec<_>>().join(" ");
     let stop = stopwords();
-    let mut start = 0;
+    let mut rest = head;
     let mut best: Option<(usize, String)> = None;
     // The first few sentences only: the request is rarely later.
     for _ in 0..6 {
-        if start >= folded.len() {
+        if rest.trim_start().is_empty() {
             break;
         }
-        let rest = &folded[start..];
-        let end = rest
-            .char_indices()
-            .find(|&(i, c)| matches!(c, '.' | '?' | '!') && rest[i + 1..].starts_with(' '))
-            .map_or(rest.len(), |(i, c)| i + c.len_utf8());
+        let end = sentence_end(rest);
         let s = &rest[..end];
         // A sentence running into the cut goes on past it.
         let sentence = || {
@@ -322,7 +346,7 @@ pub fn key_sentence(text: &str, max: usize) -> String {
         if best.as_ref().is_none_or(|(most, _)| content > *most) {
             best = Some((content, sentence()));
         }
-        start += end + 1;
+        rest = &rest[end..];
     }
     best.map(|(_, s)| s).unwrap_or_default()
 }
@@ -705,6 +729,52 @@ mod tests {
             let h = ExtractiveWriter.write(&input).unwrap();
             let want = format!("From {article} {} conversation", platform_name(platform));
             assert!(h.context.starts_with(&want), "{}", h.context);
+        }
+    }
+
+    #[test]
+    fn sentences_are_found_in_the_text_as_folding_it_first_found_them() {
+        // The first version folded the whitespace of the whole text, then
+        // looked for a `.`, `?` or `!` followed by a space.
+        let folded_first = |text: &str, max: usize| -> String {
+            let folded = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            let end = folded
+                .char_indices()
+                .find(|&(i, c)| matches!(c, '.' | '?' | '!') && folded[i + 1..].starts_with(' '))
+                .map_or(folded.len(), |(i, c)| i + c.len_utf8());
+            let s = &folded[..end];
+            if s.chars().count() <= max {
+                return s.to_string();
+            }
+            let cut: String = s.chars().take(max).collect();
+            let cut = cut
+                .rsplit_once(' ')
+                .map_or(cut.as_str(), |(a, _)| a)
+                .to_string();
+            format!("{cut}…")
+        };
+        for text in [
+            "",
+            "   ",
+            "How are you?\n\nFine.",
+            "v1.2 is out. Really!",
+            "  leading space. then\tmore",
+            "ends with a dot.",
+            "ends with a dot and space. ",
+            "Wait...what? Yes!!  Ok",
+            "Ünïcödé… ça va?\u{a0}Oui.",
+            "no-break\u{a0}space. After\u{2003}em space! x",
+            "a.b.c d",
+            "!",
+            ". leading",
+        ] {
+            for max in [3, 10, 200] {
+                assert_eq!(
+                    first_sentence(text, max),
+                    folded_first(text, max),
+                    "{text:?} {max}"
+                );
+            }
         }
     }
 
