@@ -236,31 +236,47 @@ fn keys(text: &str) -> Vec<Key<'_>> {
 /// weighted by the title and the answer.
 pub fn topics(title: Option<&str>, user: &str, assistant: &str) -> Vec<String> {
     let reply = keys(prefix_chars(assistant, REPLY_CHARS));
-    topics_with(title, user, &reply)
+    Terms::of(title, user, &reply).topics()
 }
 
-/// [`topics`] with the reply's keys already made.
-fn topics_with(title: Option<&str>, user: &str, reply: &[Key<'_>]) -> Vec<String> {
-    let title = keys(title.unwrap_or(""));
-    let user = keys(user);
-    rank(&[(&title, 2.0), (&user, 3.0), (reply, 0.5)])
-}
-
-/// The best 1–3 terms over weighted token streams: each word counts its
-/// weight (identifiers 1.5×), each two-word phrase 1.6×; terms under 1.5
-/// are dropped.
-fn rank(sources: &[(&[Key<'_>], f64)]) -> Vec<String> {
+/// Term scores of one exchange, in one pass over its words: each word
+/// counts its source's weight (identifiers 1.5×), each two-word phrase
+/// 1.6×. Two scores per term: as a topic of the exchange (title 2, request
+/// 3, reply 0.5) and as something the reply brings (reply 3).
+struct Terms<'a> {
     // Short keys, hashed a lot: FxHash (no DoS concern in local text).
-    let mut score: FxHashMap<Cow<'_, str>, f64> = FxHashMap::default();
-    let mut pair = String::new();
-    for (keys, weight) in sources {
+    score: FxHashMap<Cow<'a, str>, [f64; 2]>,
+}
+
+impl<'a> Terms<'a> {
+    fn of(title: Option<&'a str>, user: &'a str, reply: &[Key<'a>]) -> Self {
+        let title = keys(title.unwrap_or(""));
+        let user = keys(user);
+        let mut terms = Self {
+            score: FxHashMap::with_capacity_and_hasher(
+                2 * (title.len() + user.len() + reply.len()),
+                Default::default(),
+            ),
+        };
+        terms.add(&title, [2.0, 0.0]);
+        terms.add(&user, [3.0, 0.0]);
+        terms.add(reply, [0.5, 3.0]);
+        terms
+    }
+
+    fn add(&mut self, keys: &[Key<'a>], weight: [f64; 2]) {
+        let mut pair = String::new();
         for (i, k) in keys.iter().enumerate() {
             let Some((k, ident)) = k else { continue };
-            let by = weight * if *ident { 1.5 } else { 1.0 };
-            match score.get_mut(k.as_ref()) {
-                Some(v) => *v += by,
+            let by = if *ident { 1.5 } else { 1.0 };
+            let by = [weight[0] * by, weight[1] * by];
+            match self.score.get_mut(k.as_ref()) {
+                Some(v) => {
+                    v[0] += by[0];
+                    v[1] += by[1];
+                }
                 None => {
-                    score.insert(k.clone(), by);
+                    self.score.insert(k.clone(), by);
                 }
             }
             if let Some(Some((next, _))) = keys.get(i + 1) {
@@ -268,32 +284,71 @@ fn rank(sources: &[(&[Key<'_>], f64)]) -> Vec<String> {
                 pair.push_str(k);
                 pair.push(' ');
                 pair.push_str(next);
-                match score.get_mut(pair.as_str()) {
-                    Some(v) => *v += weight * 1.6,
+                let by = [weight[0] * 1.6, weight[1] * 1.6];
+                match self.score.get_mut(pair.as_str()) {
+                    Some(v) => {
+                        v[0] += by[0];
+                        v[1] += by[1];
+                    }
                     None => {
-                        score.insert(Cow::Owned(pair.clone()), weight * 1.6);
+                        self.score.insert(Cow::Owned(pair.clone()), by);
                     }
                 }
             }
         }
     }
-    let mut ranked: Vec<(Cow<'_, str>, f64)> =
-        score.into_iter().filter(|(_, s)| *s >= 1.5).collect();
-    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    let mut out: Vec<String> = Vec::new();
-    for (term, _) in ranked {
-        // Skip a term sharing a word with a chosen one ("polish remover"
-        // after "nail polish"): three distinct topics say more.
-        let words: Vec<&str> = term.split(' ').collect();
-        if out.iter().any(|o| o.split(' ').any(|w| words.contains(&w))) {
-            continue;
-        }
-        out.push(term.into_owned());
-        if out.len() == 3 {
-            break;
-        }
+
+    /// The exchange's 1–3 topics.
+    fn topics(&self) -> Vec<String> {
+        self.best(0)
     }
-    out
+
+    /// The reply's own 1–3 terms.
+    fn brought(&self) -> Vec<String> {
+        self.best(1)
+    }
+
+    /// The best 1–3 terms by score `slot`, none under 1.5, no two sharing a
+    /// word ("polish remover" after "nail polish": three distinct terms say
+    /// more).
+    fn best(&self, slot: usize) -> Vec<String> {
+        let mut ranked: Vec<(&str, f64)> = self
+            .score
+            .iter()
+            .map(|(t, s)| (t.as_ref(), s[slot]))
+            .filter(|(_, s)| *s >= 1.5)
+            .collect();
+        let order =
+            |a: &(&str, f64), b: &(&str, f64)| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0));
+        // Three are kept, a few skipped: the best dozen are sorted first,
+        // the rest only if those run out.
+        let head = ranked.len().min(12);
+        if head < ranked.len() {
+            ranked.select_nth_unstable_by(head - 1, order);
+        }
+        ranked[..head].sort_unstable_by(order);
+        let mut out: Vec<String> = Vec::new();
+        let pick = |term: &str, out: &mut Vec<String>| {
+            let words: Vec<&str> = term.split(' ').collect();
+            if !out.iter().any(|o| o.split(' ').any(|w| words.contains(&w))) {
+                out.push(term.to_string());
+            }
+        };
+        for (term, _) in &ranked[..head] {
+            pick(term, &mut out);
+            if out.len() == 3 {
+                return out;
+            }
+        }
+        ranked[head..].sort_unstable_by(order);
+        for (term, _) in &ranked[head..] {
+            pick(term, &mut out);
+            if out.len() == 3 {
+                break;
+            }
+        }
+        out
+    }
 }
 
 /// The first sentence of `text`, whitespace folded, at most `max` chars.
@@ -385,7 +440,8 @@ impl HeaderWriter for ExtractiveWriter {
     fn write(&self, input: &HeaderInput<'_>) -> Result<Header, HeaderError> {
         // The reply is tokenized once, for the chunk's topics and its own.
         let reply = keys(prefix_chars(input.assistant, REPLY_CHARS));
-        let topics = topics_with(input.title, input.user, &reply);
+        let terms = Terms::of(input.title, input.user, &reply);
+        let topics = terms.topics();
         let mut sentences = Vec::new();
         let platform = platform_name(input.platform);
         let date = input
@@ -432,7 +488,8 @@ impl HeaderWriter for ExtractiveWriter {
         // for. One sentence of it, not the reply (the embedding holds the
         // header, so the whole reply would dilute it).
         let gist = key_sentence(&prose(input.assistant), 160);
-        let brings: Vec<String> = rank(&[(&reply, 3.0)])
+        let brings: Vec<String> = terms
+            .brought()
             .into_iter()
             .filter(|r| {
                 !topics
