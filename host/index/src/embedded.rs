@@ -759,16 +759,23 @@ impl Store for SqliteStore {
             let mut existing = tx
                 .prepare_cached("SELECT id, document FROM chunks WHERE chunk_id = ?1")
                 .map_err(|e| self.e(e))?;
-            let mut up = tx
+            // A plain INSERT of a new row, an UPDATE by rowid of a known one:
+            // an upsert (`ON CONFLICT … DO UPDATE`) is a statement that may
+            // abort after writing, so SQLite kept a statement journal of
+            // the pages it touched for every row (~36 KB, copied and freed
+            // per chunk: most of an import's page faults).
+            let mut insert = tx
                 .prepare_cached(
                     "INSERT INTO chunks (chunk_id, timestamp, platform, agent_id, conversation_id, title, topics, model, turn_range, source_file, path, document, embedding)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
-                     ON CONFLICT(chunk_id) DO UPDATE SET timestamp = excluded.timestamp, platform = excluded.platform,
-                       agent_id = excluded.agent_id, conversation_id = excluded.conversation_id, title = excluded.title,
-                       topics = excluded.topics, model = excluded.model, turn_range = excluded.turn_range,
-                       source_file = excluded.source_file, path = excluded.path, document = excluded.document,
-                       embedding = excluded.embedding
-                     RETURNING id",
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                )
+                .map_err(|e| self.e(e))?;
+            let mut update = tx
+                .prepare_cached(
+                    "UPDATE chunks SET chunk_id = ?1, timestamp = ?2, platform = ?3, agent_id = ?4,
+                       conversation_id = ?5, title = ?6, topics = ?7, model = ?8, turn_range = ?9,
+                       source_file = ?10, path = ?11, document = ?12, embedding = ?13
+                     WHERE id = ?14",
                 )
                 .map_err(|e| self.e(e))?;
             for (r, v) in records.iter().zip(vectors) {
@@ -777,26 +784,34 @@ impl Store for SqliteStore {
                     .query_row([&r.chunk_id], |row| Ok((row.get(0)?, row.get(1)?)))
                     .optional()
                     .map_err(|e| self.e(e))?;
-                let id: i64 = up
-                    .query_row(
-                        params![
-                            r.chunk_id,
-                            m.timestamp,
-                            m.platform,
-                            m.agent_id,
-                            m.conversation_id,
-                            m.title,
-                            serde_json::to_string(&m.topics).unwrap_or_else(|_| "[]".into()),
-                            m.model,
-                            m.turn_range,
-                            m.source_file,
-                            m.path,
-                            r.document,
-                            to_blob(v),
-                        ],
-                        |row| row.get(0),
-                    )
-                    .map_err(|e| self.e(e))?;
+                let topics = serde_json::to_string(&m.topics).unwrap_or_else(|_| "[]".into());
+                let values = params![
+                    r.chunk_id,
+                    m.timestamp,
+                    m.platform,
+                    m.agent_id,
+                    m.conversation_id,
+                    m.title,
+                    topics,
+                    m.model,
+                    m.turn_range,
+                    m.source_file,
+                    m.path,
+                    r.document,
+                    to_blob(v),
+                ];
+                let id: i64 = match &old {
+                    Some((id, _)) => {
+                        let mut with_id = values.to_vec();
+                        with_id.push(id);
+                        update.execute(with_id.as_slice()).map_err(|e| self.e(e))?;
+                        *id
+                    }
+                    None => {
+                        insert.execute(values).map_err(|e| self.e(e))?;
+                        tx.last_insert_rowid()
+                    }
+                };
                 match old {
                     Some((_, doc)) if doc == r.document => {}
                     // Written earlier in this batch: not in the keyword
