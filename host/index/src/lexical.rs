@@ -39,14 +39,7 @@ fn fnv(bytes: &[u8]) -> u64 {
 impl Lexical {
     fn add(&self, v: &mut [f32], feature: &[u8], weight: f32) {
         let h = fnv(feature);
-        // The default dimension as a constant: the compiler turns the
-        // division into a multiply (a 64-bit `div` per feature was a third
-        // of this embedder's time).
-        let i = if self.dim == 384 {
-            (h % 384) as usize
-        } else {
-            (h % self.dim as u64) as usize
-        };
+        let i = (h % self.dim as u64) as usize;
         let sign = if h >> 63 == 0 { 1.0 } else { -1.0 };
         v[i] += sign * weight;
     }

@@ -11,6 +11,8 @@ use std::borrow::Cow;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use crate::render::one_line;
+
 /// What a header is written from. Everything comes from the same
 /// conversation: context never bleeds between files.
 #[derive(Debug, Clone, Default)]
@@ -197,18 +199,6 @@ fn sentence_end(text: &str) -> usize {
     text.len()
 }
 
-/// `text` with its whitespace runs folded to one space, trimmed.
-fn fold(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for w in text.split_whitespace() {
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.push_str(w);
-    }
-    out
-}
-
 /// How much of a reply its topics are drawn from.
 const REPLY_CHARS: usize = 4000;
 
@@ -318,31 +308,14 @@ impl<'a> Terms<'a> {
             .map(|(t, s)| (t.as_ref(), s[slot]))
             .filter(|(_, s)| *s >= 1.5)
             .collect();
-        let order =
-            |a: &(&str, f64), b: &(&str, f64)| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0));
-        // Three are kept, a few skipped: the best dozen are sorted first,
-        // the rest only if those run out.
-        let head = ranked.len().min(12);
-        if head < ranked.len() {
-            ranked.select_nth_unstable_by(head - 1, order);
-        }
-        ranked[..head].sort_unstable_by(order);
+        ranked.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
         let mut out: Vec<String> = Vec::new();
-        let pick = |term: &str, out: &mut Vec<String>| {
+        for (term, _) in ranked {
             let words: Vec<&str> = term.split(' ').collect();
-            if !out.iter().any(|o| o.split(' ').any(|w| words.contains(&w))) {
-                out.push(term.to_string());
+            if out.iter().any(|o| o.split(' ').any(|w| words.contains(&w))) {
+                continue;
             }
-        };
-        for (term, _) in &ranked[..head] {
-            pick(term, &mut out);
-            if out.len() == 3 {
-                return out;
-            }
-        }
-        ranked[head..].sort_unstable_by(order);
-        for (term, _) in &ranked[head..] {
-            pick(term, &mut out);
+            out.push(term.to_string());
             if out.len() == 3 {
                 break;
             }
@@ -353,7 +326,7 @@ impl<'a> Terms<'a> {
 
 /// The first sentence of `text`, whitespace folded, at most `max` chars.
 pub fn first_sentence(text: &str, max: usize) -> String {
-    let s = fold(&text[..sentence_end(text)]);
+    let s = one_line(&text[..sentence_end(text)]);
     if s.chars().count() <= max {
         return s;
     }

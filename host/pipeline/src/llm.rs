@@ -158,7 +158,7 @@ pub fn parse_answer(content: &str) -> Result<Header, String> {
     }
     let a: Answer =
         serde_json::from_str(body.trim()).map_err(|e| format!("not the JSON asked for: {e}"))?;
-    let context = a.context.split_whitespace().collect::<Vec<_>>().join(" ");
+    let context = crate::render::one_line(&a.context);
     let n = sentences(&context);
     if !(2..=4).contains(&n) {
         return Err(format!("the context has {n} sentences, not 2–4"));
@@ -169,7 +169,7 @@ pub fn parse_answer(content: &str) -> Result<Header, String> {
     let mut topics: Vec<String> = Vec::new();
     for t in a.topics {
         let t = t.trim().trim_start_matches('#').to_lowercase();
-        let t = t.split_whitespace().collect::<Vec<_>>().join(" ");
+        let t = crate::render::one_line(&t);
         if t.chars().count() < 2 || t.chars().count() > 40 || GENERIC.contains(&t.as_str()) {
             continue;
         }

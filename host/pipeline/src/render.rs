@@ -27,8 +27,16 @@ fn fence_for(code: &str) -> String {
     "`".repeat((longest + 1).max(3))
 }
 
-fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+/// `s` with its whitespace runs folded to one space, trimmed.
+pub(crate) fn one_line(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for w in s.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(w);
+    }
+    out
 }
 
 /// One part as Markdown, or `None` when it is left out.
