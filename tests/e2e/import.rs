@@ -231,3 +231,150 @@ fn a_zip_is_imported_in_place_like_the_files_inside_it() {
     assert_eq!(again.json()["files_unchanged"], 2);
     assert_eq!(again.json()["chunks_written"], 0);
 }
+
+/// The `**Assistant:**` side of a chunk file.
+fn answer(chunk: &std::path::Path) -> String {
+    let text = std::fs::read_to_string(chunk).unwrap();
+    text.split_once("**Assistant:**")
+        .map(|(_, a)| a.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// A batch's requests and results files, dropped side by side, are read
+/// together: every chunk holds its answer (the results file's order, a
+/// BOM at its start and the missing last newline of the requests file do
+/// not matter), and a re-run writes nothing.
+#[test]
+fn batch_requests_and_results_files_are_joined() {
+    let env = Env::new();
+    let root = env.path("root");
+    let raw = root.join("raw");
+    std::fs::create_dir_all(raw.join("groq")).unwrap();
+    for (rel, dest) in [
+        (
+            "api-log/genai_navirag-openai-batch_input.jsonl",
+            "navirag_input.jsonl",
+        ),
+        (
+            "api-log/genai_navirag-openai-batch_output.jsonl",
+            "navirag_output.jsonl",
+        ),
+        (
+            "api-log/groq-batch-processing-batch_input.jsonl",
+            "groq/batch_input.jsonl",
+        ),
+    ] {
+        std::fs::copy(corpus(rel), raw.join(dest)).unwrap();
+    }
+    let mut out = b"\xEF\xBB\xBF".to_vec();
+    out.extend(std::fs::read(corpus("api-log/groq-batch-processing-batch_output.jsonl")).unwrap());
+    std::fs::write(raw.join("groq/batch_output.jsonl"), out).unwrap();
+
+    let root_s = root.to_str().unwrap();
+    let run = env.run(&["--root", root_s, "import", "--json"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let s = run.json();
+    assert_eq!(s["files_processed"], 4, "{s:#}");
+    assert_eq!(s["chunks_written"], 68, "{s:#}");
+    let chunks = chunk_files(&root);
+    assert_eq!(chunks.len(), 68);
+    for c in &chunks {
+        assert!(!answer(c).is_empty(), "{} has no answer", c.display());
+    }
+    // Groq: no request times, so each chunk is dated by its response.
+    let hola = chunks
+        .iter()
+        .find(|c| {
+            std::fs::read_to_string(c)
+                .unwrap()
+                .contains("Hello, how are you today?")
+        })
+        .expect("the request-2 chunk");
+    let text = std::fs::read_to_string(hola).unwrap();
+    assert!(
+        answer(hola).starts_with("\"Hola, ¿cómo estás hoy?\""),
+        "{text}"
+    );
+    assert!(text.contains("timestamp: \"2025-03-20T"), "{text}");
+
+    let again = env.run(&["--root", root_s, "import", "--json"]).json();
+    assert_eq!(again["chunks_written"], 0, "{again:#}");
+    assert_eq!(again["files_unchanged"], 4, "{again:#}");
+}
+
+/// Results that arrive after their requests were imported replace the
+/// unanswered chunks: no chunk without its answer, no orphan, and the
+/// index and manifest agree (`verify`).
+#[test]
+fn batch_results_arriving_later_replace_the_unanswered_chunks() {
+    let env = Env::new();
+    let root = env.path("root");
+    let raw = root.join("raw");
+    std::fs::create_dir_all(&raw).unwrap();
+    std::fs::copy(
+        corpus("api-log/groq-batch-processing-batch_input.jsonl"),
+        raw.join("batch_input.jsonl"),
+    )
+    .unwrap();
+    let root_s = root.to_str().unwrap();
+    let first = env.run(&["--root", root_s, "import", "--json"]);
+    assert_eq!(first.code, 0, "{first:?}");
+    let before = chunk_files(&root);
+    assert_eq!(before.len(), 3);
+    assert!(before.iter().all(|c| answer(c).is_empty()));
+
+    std::fs::copy(
+        corpus("api-log/groq-batch-processing-batch_output.jsonl"),
+        raw.join("batch_output.jsonl"),
+    )
+    .unwrap();
+    let second = env.run(&["--root", root_s, "import", "--json"]);
+    assert_eq!(second.code, 0, "{second:?}");
+    let after = chunk_files(&root);
+    assert_eq!(after.len(), 3, "{after:?}");
+    assert!(after.iter().all(|c| !answer(c).is_empty()), "{after:?}");
+    assert_eq!(second.json()["index_total"], 3);
+    let verify = env.run(&["--root", root_s, "verify"]);
+    assert_eq!(verify.code, 0, "{verify:?}");
+
+    let third = env.run(&["--root", root_s, "import", "--json"]).json();
+    assert_eq!(third["chunks_written"], 0, "{third:#}");
+}
+
+/// Files named like a batch's two halves that two different adapters read
+/// are imported each on its own, and a re-run leaves both alone.
+#[test]
+fn look_alike_names_of_different_formats_are_imported_separately() {
+    let env = Env::new();
+    let root = env.path("root");
+    let raw = root.join("raw");
+    std::fs::create_dir_all(&raw).unwrap();
+    std::fs::copy(
+        corpus("chatgpt/librechat-chatgpt-tree.json"),
+        raw.join("export_input.json"),
+    )
+    .unwrap();
+    std::fs::copy(
+        corpus("claude/osteele-claude-api-single-conversation-bakery.json"),
+        raw.join("export_output.json"),
+    )
+    .unwrap();
+    let root_s = root.to_str().unwrap();
+    let run = env.run(&["--root", root_s, "import", "--json"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let s = run.json();
+    assert_eq!(s["files_processed"], 2, "{s:#}");
+    let platforms: BTreeSet<String> = chunk_files(&root)
+        .iter()
+        .filter_map(|c| {
+            let text = std::fs::read_to_string(c).unwrap();
+            text.lines()
+                .find_map(|l| l.strip_prefix("source_platform: "))
+                .map(str::to_string)
+        })
+        .collect();
+    assert_eq!(platforms, BTreeSet::from(["chatgpt".into(), "claude".into()]));
+    let again = env.run(&["--root", root_s, "import", "--json"]).json();
+    assert_eq!(again["files_unchanged"], 2, "{again:#}");
+    assert_eq!(again["files_processed"], 0, "{again:#}");
+}

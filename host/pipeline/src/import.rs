@@ -185,7 +185,7 @@ pub fn run(
             manifest = Manifest::load(&manifest_path)?;
             processor = Processor::new(opts.processor.clone(), svc.header, &manifest);
         }
-        import_one(
+        let alone = import_one(
             svc,
             opts,
             item,
@@ -194,6 +194,17 @@ pub fn run(
             &mut summary,
             &mut index_failure,
         );
+        if let Some(companion) = alone {
+            import_one(
+                svc,
+                opts,
+                companion,
+                &mut processor,
+                &mut manifest,
+                &mut summary,
+                &mut index_failure,
+            );
+        }
         manifest.save(&manifest_path)?;
         stamp = file_stamp(&manifest_path);
     }
@@ -321,18 +332,20 @@ impl Indexed {
     }
 }
 
-/// Processes one input (unless the manifest already has it with the same
-/// content), indexes its new chunks, and records it in the manifest (the
-/// caller saves it).
-fn import_one(
-    svc: &Services<'_>,
+/// Processes one input — with its batch companion, when the two can be
+/// parsed as one — unless the manifest already has it with the same
+/// content; indexes its new chunks and records it in the manifest (the
+/// caller saves it). Returns the companion when it must be imported on its
+/// own.
+fn import_one<'i, 's>(
+    svc: &Services<'s>,
     opts: &ImportOptions,
-    item: &Item,
-    processor: &mut Processor<'_>,
+    item: &'i Item,
+    processor: &mut Processor<'s>,
     manifest: &mut Manifest,
     summary: &mut Summary,
     index_failure: &mut IndexFailure,
-) {
+) -> Option<&'i Item> {
     let problem = |reason: String, hint: Option<String>, retryable: bool| FileProblem {
         file: item.key.clone(),
         reason,
@@ -345,16 +358,164 @@ fn import_one(
             summary
                 .errors
                 .push(problem(format!("cannot read it: {e}"), None, true));
-            return;
+            return item.companion.as_deref();
         }
     };
-    if let Some(rec) = manifest.files.get(&item.key)
-        && rec.sha256 == sha256
-        && rec.status != FileStatus::Failed
-    {
-        summary.files_unchanged += 1;
-        return;
+    // A companion that cannot be read is imported (and reported) alone.
+    let companion = match item.companion.as_deref() {
+        Some(c) => match c.hash() {
+            Ok(h) => Some((c, h)),
+            Err(_) => {
+                if unchanged(manifest, &item.key, &sha256) {
+                    summary.files_unchanged += 1;
+                } else {
+                    import_parsed(
+                        svc,
+                        opts,
+                        ((item, (sha256, size)), None),
+                        processor,
+                        manifest,
+                        summary,
+                        index_failure,
+                    );
+                }
+                return Some(c);
+            }
+        },
+        None => None,
+    };
+    if unchanged(manifest, &item.key, &sha256) {
+        let joined = |key: &str| manifest.files.get(key).and_then(|r| r.joined.as_deref());
+        match &companion {
+            None => {
+                summary.files_unchanged += 1;
+                return None;
+            }
+            Some((c, h)) if unchanged(manifest, &c.key, &h.0) => {
+                if joined(&item.key) == Some(c.key.as_str()) {
+                    summary.files_unchanged += 2;
+                    return None;
+                }
+                if joined(&c.key).is_none() {
+                    // Imported on its own before (another adapter reads
+                    // it): so again.
+                    summary.files_unchanged += 1;
+                    return Some(c);
+                }
+            }
+            // New or changed results: read again with the requests.
+            Some(_) => {}
+        }
     }
+    import_parsed(
+        svc,
+        opts,
+        ((item, (sha256, size)), companion),
+        processor,
+        manifest,
+        summary,
+        index_failure,
+    )
+}
+
+/// An input with its content hash and size, and its companion with theirs.
+type Hashed<'i> = ((&'i Item, (String, u64)), Option<(&'i Item, (String, u64))>);
+
+/// Whether the manifest has `key` processed with this content.
+fn unchanged(manifest: &Manifest, key: &str, sha256: &str) -> bool {
+    manifest
+        .files
+        .get(key)
+        .is_some_and(|rec| rec.sha256 == sha256 && rec.status != FileStatus::Failed)
+}
+
+/// A batch's requests file followed by its results file, as one input
+/// (one line break between them, the second file's UTF-8 BOM dropped).
+fn joined_reader(
+    first: &std::path::Path,
+    second: &std::path::Path,
+) -> std::io::Result<Box<dyn std::io::Read + Send>> {
+    use std::io::Read as _;
+    let a = fs_err::File::open(first)?;
+    let mut b = fs_err::File::open(second)?;
+    let mut head = [0u8; 3];
+    let mut n = 0;
+    while n < head.len() {
+        match b.read(&mut head[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    let head = if head[..n] == [0xEF, 0xBB, 0xBF] {
+        Vec::new()
+    } else {
+        head[..n].to_vec()
+    };
+    Ok(Box::new(
+        a.chain(&b"\n"[..])
+            .chain(std::io::Cursor::new(head))
+            .chain(b),
+    ))
+}
+
+/// Takes the chunks the file `key` produced earlier out of the chunk files,
+/// the index and the manifest (its conversations are then read afresh):
+/// its requests were imported before their results arrived, and the joined
+/// parse writes them again with their answers.
+fn forget_chunks_of(
+    svc: &Services<'_>,
+    opts: &ImportOptions,
+    key: &str,
+    manifest: &mut Manifest,
+) -> Result<(), String> {
+    let Some(ids) = manifest.files.get(key).map(|r| r.chunk_ids.clone()) else {
+        return Ok(());
+    };
+    if ids.is_empty() {
+        return Ok(());
+    }
+    if let Some(indexer) = svc.indexer {
+        indexer
+            .remove(&ids)
+            .map_err(|e| format!("cannot take its earlier chunks out of the index: {e}"))?;
+    }
+    for id in &ids {
+        let path = opts.processor.out_dir.join(format!("{id}.md"));
+        match fs_err::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(format!("cannot remove its earlier chunk: {e}")),
+        }
+    }
+    let gone: BTreeSet<&str> = ids.iter().map(String::as_str).collect();
+    manifest
+        .conversations
+        .retain(|_, c| !c.chunk_ids.iter().any(|id| gone.contains(id.as_str())));
+    if let Some(rec) = manifest.files.get_mut(key) {
+        rec.chunk_ids.clear();
+    }
+    Ok(())
+}
+
+/// Parses `item` (joined with `companion`, when it has one the same adapter
+/// reads) and writes its chunks. Returns the companion when it turned out
+/// to need an import of its own.
+fn import_parsed<'i, 's>(
+    svc: &Services<'s>,
+    opts: &ImportOptions,
+    ((item, (sha256, size)), companion): Hashed<'i>,
+    processor: &mut Processor<'s>,
+    manifest: &mut Manifest,
+    summary: &mut Summary,
+    index_failure: &mut IndexFailure,
+) -> Option<&'i Item> {
+    let problem = |reason: String, hint: Option<String>, retryable: bool| FileProblem {
+        file: item.key.clone(),
+        reason,
+        hint,
+        retryable,
+    };
+    let alone = companion.as_ref().map(|(c, _)| *c);
     let mtime: DateTime<Utc> = item.mtime.into();
     let mut record = FileRecord {
         sha256,
@@ -368,6 +529,7 @@ fn import_one(
             .get(&item.key)
             .map(|r| r.chunk_ids.clone())
             .unwrap_or_default(),
+        joined: None,
     };
     let mut pending: Vec<ChunkRecord> = Vec::new();
     // Chunks whose header model failed: written with the built-in header,
@@ -380,7 +542,7 @@ fn import_one(
             .files_skipped
             .push(problem("empty file".into(), None, false));
         manifest.files.insert(item.key.clone(), record);
-        return;
+        return alone;
     }
     let local = match item.materialize(&opts.root) {
         Ok(m) => m,
@@ -388,13 +550,13 @@ fn import_one(
             summary
                 .errors
                 .push(problem(format!("cannot read it: {e}"), None, true));
-            return;
+            return alone;
         }
     };
     // Adapters see the entry's own name (session ids, shard numbers come
     // from it) and messages name the input as the user knows it.
     let path = local.path.clone();
-    let input = Input::from_opener(
+    let mut input = Input::from_opener(
         item.file_name.clone(),
         item.key.clone(),
         Some(size),
@@ -419,8 +581,58 @@ fn import_one(
             }
             record.reason = Some(reason);
             manifest.files.insert(item.key.clone(), record);
-            return;
+            return alone;
         }
+    };
+    // A batch's results file is parsed after its requests, as one input,
+    // when the same adapter reads both (else it is imported on its own).
+    let mut joined: Option<(&Item, (String, u64), inventory::Materialized)> = None;
+    if let Some((c, c_hash)) = companion
+        && let Ok(c_local) = c.materialize(&opts.root)
+    {
+        let c_path = c_local.path.clone();
+        let c_input = Input::from_opener(
+            c.file_name.clone(),
+            c.key.clone(),
+            Some(c_hash.1),
+            move || Ok(Box::new(fs_err::File::open(&c_path)?) as Box<dyn std::io::Read + Send>),
+        );
+        let same = svc
+            .adapters
+            .select(svc.runtime, &c_input, opts.format.as_deref())
+            .is_ok_and(|a| a.info.id == adapter.info.id);
+        if same {
+            joined = Some((c, c_hash, c_local));
+        }
+    }
+    let alone = if let Some((c, c_hash, c_local)) = &joined {
+        let (first, second) = (local.path.clone(), c_local.path.clone());
+        input = Input::from_opener(
+            item.file_name.clone(),
+            format!("{} + {}", item.key, c.key),
+            Some(size + 1 + c_hash.1),
+            move || joined_reader(&first, &second),
+        );
+        // Its requests were imported before their results came: those
+        // chunks have no answers. They are written again, answered.
+        let earlier = manifest.files.get(&item.key).is_some_and(|r| {
+            r.status != FileStatus::Failed && r.joined.as_deref() != Some(c.key.as_str())
+        });
+        if earlier && let Err(reason) = forget_chunks_of(svc, opts, &item.key, manifest) {
+            summary.errors.push(problem(
+                reason,
+                Some("run the import again; nothing was lost (the chunks are rewritten from the files)".into()),
+                true,
+            ));
+            return None;
+        }
+        if earlier {
+            record.chunk_ids.clear();
+            *processor = Processor::new(opts.processor.clone(), svc.header, manifest);
+        }
+        None
+    } else {
+        alone
     };
     record.adapter = Some(AdapterRef {
         id: adapter.info.id.clone(),
@@ -572,13 +784,33 @@ fn import_one(
             record.reason = Some(reason.clone());
             summary.errors.push(problem(
                 reason,
-                Some("if this is a batch output file, import it together with its input file; otherwise check the file is a complete export".into()),
+                Some("if this is the results file of a batch, keep it in the folder of its requests file and name the two alike (`x_input.jsonl` and `x_output.jsonl`, or `requests` and `results`): they are then read together; otherwise check the file is a complete export".into()),
                 false,
             ));
         }
         Ok(()) => summary.files_processed += 1,
     }
+    if let Some((c, (c_sha256, c_size), c_local)) = joined {
+        drop(c_local);
+        record.joined = Some(c.key.clone());
+        if record.status == FileStatus::Processed {
+            summary.files_processed += 1;
+        }
+        // Its chunks are listed on the requests file's record.
+        let c_record = FileRecord {
+            sha256: c_sha256,
+            size: c_size,
+            adapter: record.adapter.clone(),
+            processed_at: record.processed_at,
+            status: record.status,
+            reason: record.reason.clone(),
+            chunk_ids: Vec::new(),
+            joined: Some(item.key.clone()),
+        };
+        manifest.files.insert(c.key.clone(), c_record);
+    }
     manifest.files.insert(item.key.clone(), record);
+    alone
 }
 
 #[cfg(test)]

@@ -30,6 +30,9 @@ pub struct Item {
     /// The file name (for `source_file` in chunk frontmatter).
     pub file_name: String,
     pub mtime: SystemTime,
+    /// The results file of a batch whose requests this file holds (see
+    /// [`pair_batches`]): parsed together with it, as one input.
+    pub companion: Option<Box<Item>>,
 }
 
 /// An input's bytes, ready for an adapter: a plain file is read where it is;
@@ -124,6 +127,7 @@ fn list_zip(archive: &Path, out: &mut Vec<Item>) -> Result<(), InventoryError> {
             key: format!("{}!{name}", archive.display()),
             file_name: file_name(&name),
             mtime: zip_time(entry.last_modified()).unwrap_or(outer_time),
+            companion: None,
             source: Source::ZipEntry {
                 archive: archive.to_path_buf(),
                 name,
@@ -163,10 +167,117 @@ pub fn collect(inputs: &[PathBuf]) -> Result<(Vec<Item>, Vec<InventoryError>), I
             file_name: file_name(&path.to_string_lossy()),
             mtime,
             source: Source::File(path),
+            companion: None,
         });
     }
     items.sort_by(|a, b| a.mtime.cmp(&b.mtime).then_with(|| a.key.cmp(&b.key)));
-    Ok((items, broken))
+    Ok((pair_batches(items), broken))
+}
+
+/// Words that name the request side of a batch, and what the results side
+/// of the same batch is then called.
+const BATCH_SIDES: &[(&str, &[&str])] = &[
+    ("input", &["output"]),
+    ("inputs", &["outputs"]),
+    ("request", &["response", "result"]),
+    ("requests", &["responses", "results"]),
+];
+
+/// The folder an item sits in (inside its archive, for a zip entry).
+fn folder(item: &Item) -> String {
+    match &item.source {
+        Source::File(p) => p
+            .parent()
+            .map(|d| d.display().to_string())
+            .unwrap_or_default(),
+        Source::ZipEntry { archive, name } => {
+            let dir = name.rsplit_once(['/', '\\']).map_or("", |(d, _)| d);
+            format!("{}!{dir}", archive.display())
+        }
+    }
+}
+
+/// The names (lowercase) the results file of a batch whose requests are in
+/// `name` may have: one request-side word of the name swapped for its
+/// results-side word, everything else equal. `batch_input.jsonl` →
+/// `batch_output.jsonl`; `requests.jsonl` → `responses.jsonl`, `results.jsonl`.
+fn results_names(name: &str) -> Vec<String> {
+    let lower = name.to_ascii_lowercase();
+    let bytes = lower.as_bytes();
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < bytes.len() {
+        if !bytes[start].is_ascii_alphabetic() {
+            start += 1;
+            continue;
+        }
+        let end = (start..bytes.len())
+            .find(|&i| !bytes[i].is_ascii_alphabetic())
+            .unwrap_or(bytes.len());
+        let word = &lower[start..end];
+        for (request, results) in BATCH_SIDES {
+            if word == *request {
+                for r in *results {
+                    out.push(format!("{}{r}{}", &lower[..start], &lower[end..]));
+                }
+            }
+        }
+        start = end;
+    }
+    out
+}
+
+/// Pairs the request and results files of a batch (OpenAI and Anthropic
+/// batch input/output JSONL, and any format split the same way): a file
+/// whose name differs from another one's in the same folder only by a
+/// request-side word (`input`, `request(s)`) where the other has the
+/// results-side word (`output`, `response(s)`, `result(s)`). The results
+/// file becomes the request file's [`Item::companion`], so the adapter sees
+/// both and can join each answer to its question. Only unambiguous pairs: a
+/// results file two request files could claim stays on its own.
+pub fn pair_batches(items: Vec<Item>) -> Vec<Item> {
+    use std::collections::HashMap;
+    let place = |i: &Item| (folder(i), i.file_name.to_ascii_lowercase());
+    let by_place: HashMap<(String, String), usize> = items
+        .iter()
+        .enumerate()
+        .map(|(n, i)| (place(i), n))
+        .collect();
+    // request file -> results file, by position.
+    let mut pairs: HashMap<usize, usize> = HashMap::new();
+    let mut claims: HashMap<usize, usize> = HashMap::new();
+    for (n, item) in items.iter().enumerate() {
+        let dir = folder(item);
+        let found: Vec<usize> = results_names(&item.file_name)
+            .into_iter()
+            .filter_map(|name| by_place.get(&(dir.clone(), name)).copied())
+            .filter(|&m| m != n)
+            .collect();
+        if let [m] = found[..] {
+            pairs.insert(n, m);
+            *claims.entry(m).or_default() += 1;
+        }
+    }
+    // A results file claimed twice, or one that is itself a request file
+    // (or claimed) in another pair, is left alone.
+    let requests: std::collections::HashSet<usize> = pairs.keys().copied().collect();
+    pairs.retain(|n, m| claims[m] == 1 && !claims.contains_key(n) && !requests.contains(m));
+    let companions: std::collections::HashSet<usize> = pairs.values().copied().collect();
+    let mut slots: Vec<Option<Item>> = items.into_iter().map(Some).collect();
+    let mut out = Vec::with_capacity(slots.len());
+    for n in 0..slots.len() {
+        if companions.contains(&n) {
+            continue;
+        }
+        let Some(mut item) = slots[n].take() else {
+            continue;
+        };
+        if let Some(&m) = pairs.get(&n) {
+            item.companion = slots[m].take().map(Box::new);
+        }
+        out.push(item);
+    }
+    out
 }
 
 fn copy_hashing(mut from: impl Read, mut to: impl Write) -> std::io::Result<(String, u64)> {
@@ -253,6 +364,93 @@ pub fn sweep_temp_files(dir: &Path) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn file(path: &str) -> Item {
+        Item {
+            source: Source::File(PathBuf::from(path)),
+            key: path.into(),
+            file_name: file_name(path),
+            mtime: SystemTime::UNIX_EPOCH,
+            companion: None,
+        }
+    }
+
+    /// (request file, its companion) for each item after pairing.
+    fn paired(paths: &[&str]) -> Vec<(String, Option<String>)> {
+        pair_batches(paths.iter().map(|p| file(p)).collect())
+            .into_iter()
+            .map(|i| (i.key, i.companion.map(|c| c.key)))
+            .collect()
+    }
+
+    #[test]
+    fn batch_request_and_results_files_are_paired() {
+        let got = paired(&[
+            "raw/navirag-batch_output.jsonl",
+            "raw/navirag-batch_input.jsonl",
+            "raw/conversations.json",
+            "raw/anthropic/Requests.JSONL",
+            "raw/anthropic/results.jsonl",
+            "raw/other/batch_output.jsonl",
+        ]);
+        assert_eq!(
+            got,
+            vec![
+                (
+                    "raw/navirag-batch_input.jsonl".into(),
+                    Some("raw/navirag-batch_output.jsonl".into())
+                ),
+                ("raw/conversations.json".into(), None),
+                (
+                    "raw/anthropic/Requests.JSONL".into(),
+                    Some("raw/anthropic/results.jsonl".into())
+                ),
+                // Its input is in another folder: not a pair.
+                ("raw/other/batch_output.jsonl".into(), None),
+            ]
+        );
+    }
+
+    #[test]
+    fn ambiguous_or_partial_names_are_not_paired() {
+        for paths in [
+            // Two files could be the results of `requests.jsonl`.
+            &["a/requests.jsonl", "a/responses.jsonl", "a/results.jsonl"][..],
+            // Two request files claim one results file.
+            &[
+                "a/input_output.jsonl",
+                "a/output_input.jsonl",
+                "a/output_output.jsonl",
+            ][..],
+            // `inputs` is a word, `input` inside `myinput` is not.
+            &["a/myinput.jsonl", "a/myoutput.jsonl"][..],
+            // Different extensions.
+            &["a/batch_input.jsonl", "a/batch_output.json"][..],
+            // A chain: `input_request` -> `output_request` -> `output_response`.
+            &[
+                "a/input_request.jsonl",
+                "a/output_request.jsonl",
+                "a/output_response.jsonl",
+            ][..],
+        ] {
+            let got = paired(paths);
+            assert!(got.iter().all(|(_, c)| c.is_none()), "{paths:?}: {got:?}");
+            assert_eq!(got.len(), paths.len());
+        }
+    }
+
+    #[test]
+    fn results_names_swap_one_whole_word() {
+        assert_eq!(
+            results_names("x_Input-2024.jsonl"),
+            vec!["x_output-2024.jsonl"]
+        );
+        assert_eq!(
+            results_names("requests.jsonl"),
+            vec!["responses.jsonl", "results.jsonl"]
+        );
+        assert!(results_names("inputfile.jsonl").is_empty());
+    }
 
     fn write_zip(path: &Path, entries: &[(&str, &[u8])]) {
         let f = std::fs::File::create(path).unwrap();

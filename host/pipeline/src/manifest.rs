@@ -56,6 +56,11 @@ pub struct FileRecord {
     /// Chunks this file produced (in this or an earlier run).
     #[serde(default)]
     pub chunk_ids: Vec<String>,
+    /// The other file of a batch this one was parsed together with (the
+    /// results file on the requests file's record, and the other way round;
+    /// the chunks are listed on the requests file's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub joined: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -204,6 +209,7 @@ mod tests {
                 status: FileStatus::Processed,
                 reason: None,
                 chunk_ids: vec!["chatgpt-abc-001-2024-05-01".into()],
+                joined: None,
             },
         );
         m.save(&path).unwrap();
