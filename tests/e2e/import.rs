@@ -373,7 +373,10 @@ fn look_alike_names_of_different_formats_are_imported_separately() {
                 .map(str::to_string)
         })
         .collect();
-    assert_eq!(platforms, BTreeSet::from(["chatgpt".into(), "claude".into()]));
+    assert_eq!(
+        platforms,
+        BTreeSet::from(["chatgpt".into(), "claude".into()])
+    );
     let again = env.run(&["--root", root_s, "import", "--json"]).json();
     assert_eq!(again["files_unchanged"], 2, "{again:#}");
     assert_eq!(again["files_processed"], 0, "{again:#}");

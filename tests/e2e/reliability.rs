@@ -52,6 +52,14 @@ fn an_import_killed_at_arbitrary_points_converges_to_the_uninterrupted_result() 
         raw.join("tree.json"),
     )
     .unwrap();
+    // A batch's two files, read together.
+    for side in ["input", "output"] {
+        std::fs::copy(
+            corpus(&format!("api-log/genai_navirag-openai-batch_{side}.jsonl")),
+            raw.join(format!("navirag_{side}.jsonl")),
+        )
+        .unwrap();
+    }
     let raw_s = raw.to_str().unwrap();
 
     let reference = env.path("reference");
