@@ -381,3 +381,42 @@ fn look_alike_names_of_different_formats_are_imported_separately() {
     assert_eq!(again["files_unchanged"], 2, "{again:#}");
     assert_eq!(again["files_processed"], 0, "{again:#}");
 }
+
+/// Importing the root itself (a folder that holds `raw/`, the chunk files,
+/// the manifest and `.chatmill/`) reads only the exports in it: the root's
+/// own files are not inputs, so nothing is listed as unrecognized.
+#[test]
+fn importing_the_root_itself_leaves_its_own_files_alone() {
+    let env = Env::new();
+    let root = env.path("root");
+    let raw = root.join("raw");
+    std::fs::create_dir_all(&raw).unwrap();
+    std::fs::copy(
+        corpus("chatgpt/librechat-chatgpt-tree.json"),
+        raw.join("conversations.json"),
+    )
+    .unwrap();
+    let root_s = root.to_str().unwrap();
+    let first = env.run(&["--root", root_s, "import", "--json"]);
+    assert_eq!(first.code, 0, "{first:?}");
+    assert!(first.json()["chunks_written"].as_u64().unwrap() > 0);
+    // A Markdown file of the user's beside the chunk files is still looked
+    // at (this one is not a transcript, so it is listed).
+    std::fs::copy(
+        corpus("markdown/not-a-transcript-minsky-2025-05-21_improve-mcp-error-handling.md"),
+        root.join("notes.md"),
+    )
+    .unwrap();
+    let again = env.run(&["--root", root_s, "import", root_s, "--json"]);
+    let s = again.json();
+    assert_eq!(s["chunks_written"], 0, "{s:#}");
+    assert_eq!(s["files_unchanged"], 1, "{s:#}");
+    let skipped: Vec<String> = s["files_skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["file"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(skipped.len(), 1, "only the notes: {skipped:?}");
+    assert!(skipped[0].ends_with("notes.md"), "{skipped:?}");
+}

@@ -155,6 +155,7 @@ pub fn run(
         path: e.path.clone(),
         source: std::io::Error::other(e.message),
     })?;
+    let items = without_own_files(items, &opts.root, out_dir);
     let mut summary = Summary::default();
     for b in broken {
         summary.errors.push(FileProblem {
@@ -234,6 +235,43 @@ pub fn run(
         }
     }
     Ok(summary)
+}
+
+/// `items` without the root's own files — the manifest, `.chatmill/`, and
+/// the chunk files — which an input folder holds when it contains the root
+/// (`chatmill import ~/Documents/conversations`): they are never inputs,
+/// and listing them as unrecognized inputs was noise.
+fn without_own_files(
+    items: Vec<Item>,
+    root: &std::path::Path,
+    out_dir: &std::path::Path,
+) -> Vec<Item> {
+    let real = |p: &std::path::Path| std::fs::canonicalize(p).ok();
+    let (Some(root), Some(out_dir)) = (real(root), real(out_dir)) else {
+        return items;
+    };
+    let state = root.join(".chatmill");
+    let manifest = root.join(MANIFEST_FILE);
+    items
+        .into_iter()
+        .filter(|item| {
+            let inventory::Source::File(path) = &item.source else {
+                return true;
+            };
+            let Some(p) = real(path) else {
+                return true;
+            };
+            let own = p.starts_with(&state)
+                || p == manifest
+                || (p.parent() == Some(out_dir.as_path())
+                    && p.extension().is_some_and(|e| e == "md")
+                    && fs_err::read_to_string(&p).is_ok_and(|t| ChunkDoc::parse(&t).is_ok()));
+            if own {
+                tracing::debug!("not an input (the root's own file): {}", p.display());
+            }
+            !own
+        })
+        .collect()
 }
 
 /// Indexes the chunks the manifest has and the index lacks (a killed run,
