@@ -240,6 +240,18 @@ fn answer(chunk: &std::path::Path) -> String {
         .unwrap_or_default()
 }
 
+/// A root whose `raw/` holds the corpus files `files` (corpus path, name
+/// under `raw/`).
+fn root_with(env: &Env, files: &[(&str, &str)]) -> std::path::PathBuf {
+    let root = env.path("root");
+    for (rel, dest) in files {
+        let to = root.join("raw").join(dest);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(corpus(rel), to).unwrap();
+    }
+    root
+}
+
 /// A batch's requests and results files, dropped side by side, are read
 /// together: every chunk holds its answer (the results file's order, a
 /// BOM at its start and the missing last newline of the requests file do
@@ -247,25 +259,24 @@ fn answer(chunk: &std::path::Path) -> String {
 #[test]
 fn batch_requests_and_results_files_are_joined() {
     let env = Env::new();
-    let root = env.path("root");
+    let root = root_with(
+        &env,
+        &[
+            (
+                "api-log/genai_navirag-openai-batch_input.jsonl",
+                "navirag_input.jsonl",
+            ),
+            (
+                "api-log/genai_navirag-openai-batch_output.jsonl",
+                "navirag_output.jsonl",
+            ),
+            (
+                "api-log/groq-batch-processing-batch_input.jsonl",
+                "groq/batch_input.jsonl",
+            ),
+        ],
+    );
     let raw = root.join("raw");
-    std::fs::create_dir_all(raw.join("groq")).unwrap();
-    for (rel, dest) in [
-        (
-            "api-log/genai_navirag-openai-batch_input.jsonl",
-            "navirag_input.jsonl",
-        ),
-        (
-            "api-log/genai_navirag-openai-batch_output.jsonl",
-            "navirag_output.jsonl",
-        ),
-        (
-            "api-log/groq-batch-processing-batch_input.jsonl",
-            "groq/batch_input.jsonl",
-        ),
-    ] {
-        std::fs::copy(corpus(rel), raw.join(dest)).unwrap();
-    }
     let mut out = b"\xEF\xBB\xBF".to_vec();
     out.extend(std::fs::read(corpus("api-log/groq-batch-processing-batch_output.jsonl")).unwrap());
     std::fs::write(raw.join("groq/batch_output.jsonl"), out).unwrap();
@@ -308,14 +319,14 @@ fn batch_requests_and_results_files_are_joined() {
 #[test]
 fn batch_results_arriving_later_replace_the_unanswered_chunks() {
     let env = Env::new();
-    let root = env.path("root");
+    let root = root_with(
+        &env,
+        &[(
+            "api-log/groq-batch-processing-batch_input.jsonl",
+            "batch_input.jsonl",
+        )],
+    );
     let raw = root.join("raw");
-    std::fs::create_dir_all(&raw).unwrap();
-    std::fs::copy(
-        corpus("api-log/groq-batch-processing-batch_input.jsonl"),
-        raw.join("batch_input.jsonl"),
-    )
-    .unwrap();
     let root_s = root.to_str().unwrap();
     let first = env.run(&["--root", root_s, "import", "--json"]);
     assert_eq!(first.code, 0, "{first:?}");
@@ -346,19 +357,16 @@ fn batch_results_arriving_later_replace_the_unanswered_chunks() {
 #[test]
 fn look_alike_names_of_different_formats_are_imported_separately() {
     let env = Env::new();
-    let root = env.path("root");
-    let raw = root.join("raw");
-    std::fs::create_dir_all(&raw).unwrap();
-    std::fs::copy(
-        corpus("chatgpt/librechat-chatgpt-tree.json"),
-        raw.join("export_input.json"),
-    )
-    .unwrap();
-    std::fs::copy(
-        corpus("claude/osteele-claude-api-single-conversation-bakery.json"),
-        raw.join("export_output.json"),
-    )
-    .unwrap();
+    let root = root_with(
+        &env,
+        &[
+            ("chatgpt/librechat-chatgpt-tree.json", "export_input.json"),
+            (
+                "claude/osteele-claude-api-single-conversation-bakery.json",
+                "export_output.json",
+            ),
+        ],
+    );
     let root_s = root.to_str().unwrap();
     let run = env.run(&["--root", root_s, "import", "--json"]);
     assert_eq!(run.code, 0, "{run:?}");
@@ -388,14 +396,10 @@ fn look_alike_names_of_different_formats_are_imported_separately() {
 #[test]
 fn importing_the_root_itself_leaves_its_own_files_alone() {
     let env = Env::new();
-    let root = env.path("root");
-    let raw = root.join("raw");
-    std::fs::create_dir_all(&raw).unwrap();
-    std::fs::copy(
-        corpus("chatgpt/librechat-chatgpt-tree.json"),
-        raw.join("conversations.json"),
-    )
-    .unwrap();
+    let root = root_with(
+        &env,
+        &[("chatgpt/librechat-chatgpt-tree.json", "conversations.json")],
+    );
     let root_s = root.to_str().unwrap();
     let first = env.run(&["--root", root_s, "import", "--json"]);
     assert_eq!(first.code, 0, "{first:?}");

@@ -186,25 +186,16 @@ pub fn run(
             manifest = Manifest::load(&manifest_path)?;
             processor = Processor::new(opts.processor.clone(), svc.header, &manifest);
         }
-        let alone = import_one(
+        let mut work = Work {
             svc,
             opts,
-            item,
-            &mut processor,
-            &mut manifest,
-            &mut summary,
-            &mut index_failure,
-        );
-        if let Some(companion) = alone {
-            import_one(
-                svc,
-                opts,
-                companion,
-                &mut processor,
-                &mut manifest,
-                &mut summary,
-                &mut index_failure,
-            );
+            processor: &mut processor,
+            manifest: &mut manifest,
+            summary: &mut summary,
+            index_failure: &mut index_failure,
+        };
+        if let Some(companion) = import_one(&mut work, item) {
+            import_one(&mut work, companion);
         }
         manifest.save(&manifest_path)?;
         stamp = file_stamp(&manifest_path);
@@ -375,47 +366,29 @@ impl Indexed {
 /// content; indexes its new chunks and records it in the manifest (the
 /// caller saves it). Returns the companion when it must be imported on its
 /// own.
-fn import_one<'i, 's>(
-    svc: &Services<'s>,
-    opts: &ImportOptions,
-    item: &'i Item,
-    processor: &mut Processor<'s>,
-    manifest: &mut Manifest,
-    summary: &mut Summary,
-    index_failure: &mut IndexFailure,
-) -> Option<&'i Item> {
-    let problem = |reason: String, hint: Option<String>, retryable: bool| FileProblem {
-        file: item.key.clone(),
-        reason,
-        hint,
-        retryable,
-    };
+fn import_one<'i>(w: &mut Work<'_, '_>, item: &'i Item) -> Option<&'i Item> {
     let (sha256, size) = match item.hash() {
         Ok(h) => h,
         Err(e) => {
-            summary
-                .errors
-                .push(problem(format!("cannot read it: {e}"), None, true));
+            w.summary.errors.push(FileProblem {
+                file: item.key.clone(),
+                reason: format!("cannot read it: {e}"),
+                hint: None,
+                retryable: true,
+            });
             return item.companion.as_deref();
         }
     };
+    let manifest = &*w.manifest;
     // A companion that cannot be read is imported (and reported) alone.
     let companion = match item.companion.as_deref() {
         Some(c) => match c.hash() {
             Ok(h) => Some((c, h)),
             Err(_) => {
                 if unchanged(manifest, &item.key, &sha256) {
-                    summary.files_unchanged += 1;
+                    w.summary.files_unchanged += 1;
                 } else {
-                    import_parsed(
-                        svc,
-                        opts,
-                        ((item, (sha256, size)), None),
-                        processor,
-                        manifest,
-                        summary,
-                        index_failure,
-                    );
+                    import_parsed(w, ((item, (sha256, size)), None));
                 }
                 return Some(c);
             }
@@ -426,18 +399,18 @@ fn import_one<'i, 's>(
         let joined = |key: &str| manifest.files.get(key).and_then(|r| r.joined.as_deref());
         match &companion {
             None => {
-                summary.files_unchanged += 1;
+                w.summary.files_unchanged += 1;
                 return None;
             }
             Some((c, h)) if unchanged(manifest, &c.key, &h.0) => {
                 if joined(&item.key) == Some(c.key.as_str()) {
-                    summary.files_unchanged += 2;
+                    w.summary.files_unchanged += 2;
                     return None;
                 }
                 if joined(&c.key).is_none() {
                     // Imported on its own before (another adapter reads
                     // it): so again.
-                    summary.files_unchanged += 1;
+                    w.summary.files_unchanged += 1;
                     return Some(c);
                 }
             }
@@ -445,15 +418,17 @@ fn import_one<'i, 's>(
             Some(_) => {}
         }
     }
-    import_parsed(
-        svc,
-        opts,
-        ((item, (sha256, size)), companion),
-        processor,
-        manifest,
-        summary,
-        index_failure,
-    )
+    import_parsed(w, ((item, (sha256, size)), companion))
+}
+
+/// What importing one input works on and reports to.
+struct Work<'r, 's> {
+    svc: &'r Services<'s>,
+    opts: &'r ImportOptions,
+    processor: &'r mut Processor<'s>,
+    manifest: &'r mut Manifest,
+    summary: &'r mut Summary,
+    index_failure: &'r mut IndexFailure,
 }
 
 /// An input with its content hash and size, and its companion with theirs.
@@ -538,15 +513,15 @@ fn forget_chunks_of(
 /// Parses `item` (joined with `companion`, when it has one the same adapter
 /// reads) and writes its chunks. Returns the companion when it turned out
 /// to need an import of its own.
-fn import_parsed<'i, 's>(
-    svc: &Services<'s>,
-    opts: &ImportOptions,
+fn import_parsed<'i>(
+    w: &mut Work<'_, '_>,
     ((item, (sha256, size)), companion): Hashed<'i>,
-    processor: &mut Processor<'s>,
-    manifest: &mut Manifest,
-    summary: &mut Summary,
-    index_failure: &mut IndexFailure,
 ) -> Option<&'i Item> {
+    let (svc, opts) = (w.svc, w.opts);
+    let processor = &mut *w.processor;
+    let manifest = &mut *w.manifest;
+    let summary = &mut *w.summary;
+    let index_failure = &mut *w.index_failure;
     let problem = |reason: String, hint: Option<String>, retryable: bool| FileProblem {
         file: item.key.clone(),
         reason,
