@@ -291,6 +291,11 @@ fn batch_requests_and_results_files_are_joined() {
     assert_eq!(chunks.len(), 68);
     for c in &chunks {
         assert!(!answer(c).is_empty(), "{} has no answer", c.display());
+        // Separate requests: none is written as following another.
+        let text = std::fs::read_to_string(c).unwrap();
+        assert!(text.contains("\npairs: independent\n"), "{text}");
+        let context = text.split("## Exchange").next().unwrap();
+        assert!(!context.contains("following"), "{context}");
     }
     // Groq: no request times, so each chunk is dated by its response.
     let hola = chunks

@@ -28,7 +28,8 @@
 //! Grouping: records carrying an explicit session / conversation / thread /
 //! trace id form one conversation per id (that id is the conversation id);
 //! all other records of the file form one conversation whose id is
-//! `<file stem>:<first record's id>`. Pairs are in record order
+//! `<file stem>:<first record's id>`, marked `pairs: independent` (its
+//! calls are separate questions, not turns of one dialogue). Pairs are in record order
 //! (first appearance of a `custom_id`). Because a conversation can span the
 //! whole file, the reader collects the file's calls before yielding: memory
 //! is bounded by the mapped calls (never the raw JSON).
@@ -823,8 +824,17 @@ impl Collector {
                 c.start
                     .metadata
                     .push(("source_tool".into(), slot.source.into()));
-                if let (Some(k), Some(kind)) = (&key, kind) {
-                    c.start.metadata.push((kind.into(), k.clone()));
+                match (&key, kind) {
+                    (Some(k), Some(kind)) => c.start.metadata.push((kind.into(), k.clone())),
+                    // Calls grouped only by the file they sit in (a batch, a
+                    // log without session ids) are separate questions: the
+                    // host neither merges them nor reads one as the
+                    // context of the next.
+                    (None, _) => c
+                        .start
+                        .metadata
+                        .push(("pairs".into(), "independent".into())),
+                    _ => {}
                 }
                 if let Some(n) = trace_name {
                     c.start.metadata.push(("trace_name".into(), n));

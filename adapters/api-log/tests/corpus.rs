@@ -112,6 +112,8 @@ fn batch_input_content() {
     let s = start(&items);
     assert_eq!(s.id, "groq-batch-processing-batch_input:request-1");
     assert_eq!(s.model.as_deref(), Some("llama-3.1-8b-instant"));
+    // A batch's requests are separate questions, not one dialogue.
+    assert!(s.metadata.contains(&("pairs".into(), "independent".into())));
     let p = pairs(&items);
     assert_eq!(text(&p[0].user), "What is 2+2?");
     assert!(p[0].assistant.is_empty(), "an input file has no answers");
@@ -238,6 +240,8 @@ fn langfuse_batch() {
         s.metadata
             .contains(&("trace_name".into(), "litellm-acompletion".into()))
     );
+    // A trace is one dialogue.
+    assert!(!s.metadata.iter().any(|(k, _)| k == "pairs"));
     let p = pairs(&items);
     assert_eq!(p[0].user, vec![Part::Text("Hello!".into())]);
     assert_eq!(

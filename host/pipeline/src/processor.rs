@@ -291,7 +291,21 @@ impl<'a> Processor<'a> {
                 assistant: render_parts(&p.assistant, self.cfg.render),
             })
             .collect();
-        let plan = plan(&texts, &self.cfg.chunker);
+        // Separate calls (an API batch) are neither merged nor read as each
+        // other's context.
+        let independent = conv
+            .metadata
+            .get("pairs")
+            .is_some_and(|v| v == "independent");
+        let chunker = ChunkerConfig {
+            max_follow_up_words: if independent {
+                0
+            } else {
+                self.cfg.chunker.max_follow_up_words
+            },
+            ..self.cfg.chunker
+        };
+        let plan = plan(&texts, &chunker);
         plan.check(texts.len())?;
         out.excluded = plan.excluded.len() as u32;
 
@@ -353,7 +367,7 @@ impl<'a> Processor<'a> {
                     assistant: &assistant_all,
                     turn_range: &range,
                     total_pairs,
-                    previous: previous.as_ref(),
+                    previous: previous.as_ref().filter(|_| !independent),
                 })
                 .map_err(|source| ProcessError::Header {
                     chunk_id: id.clone(),
@@ -538,6 +552,47 @@ mod tests {
         );
         let files = std::fs::read_dir(dir.path()).unwrap().count();
         assert_eq!(files, 2, "no duplicates, no temp files");
+    }
+
+    #[test]
+    fn independent_pairs_are_neither_merged_nor_each_others_context() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut manifest = Manifest::new();
+        let t0 = DateTime::from_timestamp(0, 0).unwrap();
+        let mut c = conv(vec![
+            pair(
+                1,
+                "My sourdough starter smells like acetone. Is it dead?",
+                "No, it is hungry.",
+            ),
+            pair(2, "Why?", "It ran out of food."),
+        ]);
+        let writer = ExtractiveWriter;
+        let chunks = |c: &Conversation, manifest: &mut Manifest| {
+            let mut p = Processor::new(cfg(dir.path()), &writer, manifest);
+            p.process(c, "calls.jsonl", t0, manifest)
+                .unwrap()
+                .written
+                .iter()
+                .map(|w| ChunkDoc::parse(&std::fs::read_to_string(&w.path).unwrap()).unwrap())
+                .collect::<Vec<_>>()
+        };
+        // As one dialogue, "Why?" follows up on the starter.
+        assert_eq!(chunks(&c, &mut Manifest::new()).len(), 1);
+        c.id = "calls".into();
+        c.metadata.insert("pairs".into(), "independent".into());
+        let docs = chunks(&c, &mut manifest);
+        assert_eq!(docs.len(), 2, "{docs:?}");
+        assert_eq!(docs[1].frontmatter.turn_range, "2");
+        assert!(
+            !docs[1].context.contains("following"),
+            "{}",
+            docs[1].context
+        );
+        assert_eq!(
+            docs[1].frontmatter.extra.get("pairs").map(String::as_str),
+            Some("independent")
+        );
     }
 
     #[test]
