@@ -297,6 +297,20 @@ fn batch_requests_and_results_files_are_joined() {
         let context = text.split("## Exchange").next().unwrap();
         assert!(!context.contains("following"), "{context}");
     }
+    // The 65 navirag requests repeat one instruction; their topics name
+    // each request's own scene, not the shared words.
+    let topics: BTreeSet<String> = chunks
+        .iter()
+        .map(|c| {
+            let text = std::fs::read_to_string(c).unwrap();
+            text.lines()
+                .skip_while(|l| !l.starts_with("topics:"))
+                .take_while(|l| l.starts_with("topics:") || l.starts_with("- "))
+                .collect::<Vec<_>>()
+                .join("|")
+        })
+        .collect();
+    assert!(topics.len() >= 60, "{} distinct: {topics:?}", topics.len());
     // Groq: no request times, so each chunk is dated by its response.
     let hola = chunks
         .iter()

@@ -174,6 +174,7 @@ fn ask(root: &Path, entry: &Entry, writer: &dyn HeaderWriter) -> Asked {
         turn_range: &doc.frontmatter.turn_range,
         total_pairs: 0,
         previous: None,
+        common: &[],
     }) {
         Ok(h) if !h.backfill => Asked::Header(h),
         _ => Asked::Again,

@@ -29,6 +29,10 @@ pub struct HeaderInput<'a> {
     pub total_pairs: u32,
     /// The preceding chunk of the same conversation, if any.
     pub previous: Option<&'a Previous>,
+    /// Words most requests of the conversation share (the instruction every
+    /// call of a batch repeats): they name no exchange, so no topic uses
+    /// them. Empty for a dialogue.
+    pub common: &'a [String],
 }
 
 /// What a header may say about the preceding exchange.
@@ -222,11 +226,37 @@ fn keys(text: &str) -> Vec<Key<'_>> {
         .collect()
 }
 
+/// The words (lowercase, stopwords left out) that more than half of
+/// `prompts` contain, sorted; nothing for fewer than three prompts.
+pub fn common_terms(prompts: &[&str]) -> Vec<String> {
+    if prompts.len() < 3 {
+        return Vec::new();
+    }
+    let mut counts: FxHashMap<String, usize> = FxHashMap::default();
+    for p in prompts {
+        let words: FxHashSet<String> = keys(p)
+            .into_iter()
+            .flatten()
+            .map(|(k, _)| k.to_lowercase())
+            .collect();
+        for w in words {
+            *counts.entry(w).or_default() += 1;
+        }
+    }
+    let mut common: Vec<String> = counts
+        .into_iter()
+        .filter(|(_, n)| 2 * n > prompts.len())
+        .map(|(w, _)| w)
+        .collect();
+    common.sort_unstable();
+    common
+}
+
 /// 1–3 topics: the most salient terms and two-word phrases of the request,
 /// weighted by the title and the answer.
 pub fn topics(title: Option<&str>, user: &str, assistant: &str) -> Vec<String> {
     let reply = keys(prefix_chars(assistant, REPLY_CHARS));
-    Terms::of(title, user, &reply).topics()
+    Terms::of(title, user, &reply).topics(&[])
 }
 
 /// Term scores of one exchange, in one pass over its words: each word
@@ -288,25 +318,30 @@ impl<'a> Terms<'a> {
         }
     }
 
-    /// The exchange's 1–3 topics.
-    fn topics(&self) -> Vec<String> {
-        self.best(0)
+    /// The exchange's 1–3 topics, none with a word of `common`.
+    fn topics(&self, common: &[String]) -> Vec<String> {
+        self.best(0, common)
     }
 
     /// The reply's own 1–3 terms.
-    fn brought(&self) -> Vec<String> {
-        self.best(1)
+    fn brought(&self, common: &[String]) -> Vec<String> {
+        self.best(1, common)
     }
 
-    /// The best 1–3 terms by score `slot`, none under 1.5, no two sharing a
-    /// word ("polish remover" after "nail polish": three distinct terms say
-    /// more).
-    fn best(&self, slot: usize) -> Vec<String> {
+    /// The best 1–3 terms by score `slot`, none under 1.5, none with a word
+    /// of `common`, no two sharing a word ("polish remover" after "nail
+    /// polish": three distinct terms say more).
+    fn best(&self, slot: usize, common: &[String]) -> Vec<String> {
+        let shared = |t: &str| {
+            !common.is_empty()
+                && t.split(' ')
+                    .any(|w| common.iter().any(|c| c.eq_ignore_ascii_case(w)))
+        };
         let mut ranked: Vec<(&str, f64)> = self
             .score
             .iter()
             .map(|(t, s)| (t.as_ref(), s[slot]))
-            .filter(|(_, s)| *s >= 1.5)
+            .filter(|(t, s)| *s >= 1.5 && !shared(t))
             .collect();
         ranked.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
         let mut out: Vec<String> = Vec::new();
@@ -414,7 +449,7 @@ impl HeaderWriter for ExtractiveWriter {
         // The reply is tokenized once, for the chunk's topics and its own.
         let reply = keys(prefix_chars(input.assistant, REPLY_CHARS));
         let terms = Terms::of(input.title, input.user, &reply);
-        let topics = terms.topics();
+        let topics = terms.topics(input.common);
         let mut sentences = Vec::new();
         let platform = platform_name(input.platform);
         let date = input
@@ -462,7 +497,7 @@ impl HeaderWriter for ExtractiveWriter {
         // header, so the whole reply would dilute it).
         let gist = key_sentence(&prose(input.assistant), 160);
         let brings: Vec<String> = terms
-            .brought()
+            .brought(input.common)
             .into_iter()
             .filter(|r| {
                 !topics
@@ -515,6 +550,7 @@ mod tests {
             turn_range: "2",
             total_pairs: 2,
             previous: Some(&prev),
+            common: &[],
         };
         let h = ExtractiveWriter.write(&input).unwrap();
         assert!(h.context.starts_with("From a Claude Code conversation titled \"invoice-tool\" on March 2, 2025 (exchange 2 of 2),"), "{}", h.context);
@@ -546,6 +582,53 @@ mod tests {
             h.topics
         );
         assert!(!h.context.to_lowercase().contains("a conversation about ai"));
+    }
+
+    #[test]
+    fn words_a_batch_repeats_name_no_topic() {
+        let prompts = [
+            "Describe the scene graph of this dictionary: {'tricycle_1': [1, 2], 'wheel_1': [3, 4]}",
+            "Describe the scene graph of this dictionary: {'refrigerator_1': [5, 6]}",
+            "Describe the scene graph of this dictionary: {'bucket_1': [7, 8], 'mop_1': [9, 9]}",
+            "Something else about a kitchen",
+        ];
+        let common = common_terms(&prompts);
+        assert_eq!(common, ["describe", "dictionary", "graph", "scene"]);
+        assert!(common_terms(&prompts[..2]).is_empty(), "too few to tell");
+        let input = |common| HeaderInput {
+            platform: "api",
+            title: None,
+            date: None,
+            user: prompts[0],
+            assistant: "The tricycle has a wheel.",
+            turn_range: "1",
+            total_pairs: 4,
+            previous: None,
+            common,
+        };
+        let alone = ExtractiveWriter.write(&input(&[])).unwrap();
+        assert!(
+            alone
+                .topics
+                .iter()
+                .any(|t| t.contains("scene") || t.contains("graph")),
+            "{:?}",
+            alone.topics
+        );
+        let batch = ExtractiveWriter.write(&input(&common)).unwrap();
+        assert!(!batch.topics.is_empty());
+        for t in &batch.topics {
+            assert!(
+                !t.split(' ').any(|w| common.iter().any(|c| c == w)),
+                "{:?}",
+                batch.topics
+            );
+        }
+        assert!(
+            batch.topics.iter().any(|t| t.contains("tricycle_1")),
+            "{:?}",
+            batch.topics
+        );
     }
 
     #[test]
@@ -597,6 +680,7 @@ mod tests {
             turn_range: "6",
             total_pairs: 9,
             previous: None,
+            common: &[],
         };
         let h = ExtractiveWriter.write(&input).unwrap();
         assert!(h.context.contains("and brings in"), "{}", h.context);
@@ -714,6 +798,7 @@ mod tests {
             turn_range: "1",
             total_pairs: 1,
             previous: None,
+            common: &[],
         };
         let h = ExtractiveWriter.write(&input).unwrap();
         assert!(
@@ -755,6 +840,7 @@ mod tests {
                 turn_range: "1",
                 total_pairs: 1,
                 previous: None,
+                common: &[],
             };
             let h = ExtractiveWriter.write(&input).unwrap();
             let want = format!("From {article} {} conversation", platform_name(platform));
@@ -836,6 +922,7 @@ struct OwnedInput {
     turn_range: String,
     total_pairs: u32,
     previous: Option<Previous>,
+    common: Vec<String>,
 }
 
 impl HeaderWriter for Deadline {
@@ -849,6 +936,7 @@ impl HeaderWriter for Deadline {
             turn_range: input.turn_range.to_string(),
             total_pairs: input.total_pairs,
             previous: input.previous.cloned(),
+            common: input.common.to_vec(),
         };
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         let inner = std::sync::Arc::clone(&self.inner);
@@ -863,6 +951,7 @@ impl HeaderWriter for Deadline {
                 turn_range: &o.turn_range,
                 total_pairs: o.total_pairs,
                 previous: o.previous.as_ref(),
+                common: &o.common,
             });
             let _ = tx.send(result);
         });

@@ -439,6 +439,7 @@ mod tests {
             turn_range: "1",
             total_pairs: 1,
             previous: None,
+            common: &[],
         }
     }
 

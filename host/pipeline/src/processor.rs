@@ -306,6 +306,14 @@ impl<'a> Processor<'a> {
             ..self.cfg.chunker
         };
         let plan = plan(&texts, &chunker);
+        // What most of its separate calls share (a batch's instruction).
+        let common = if independent {
+            let prompts: Vec<String> = fresh.iter().map(|p| plain_text(&p.user)).collect();
+            let prompts: Vec<&str> = prompts.iter().map(String::as_str).collect();
+            crate::header::common_terms(&prompts)
+        } else {
+            Vec::new()
+        };
         plan.check(texts.len())?;
         out.excluded = plan.excluded.len() as u32;
 
@@ -368,6 +376,7 @@ impl<'a> Processor<'a> {
                     turn_range: &range,
                     total_pairs,
                     previous: previous.as_ref().filter(|_| !independent),
+                    common: &common,
                 })
                 .map_err(|source| ProcessError::Header {
                     chunk_id: id.clone(),

@@ -35,6 +35,7 @@ fn a_real_openai_compatible_server_answers_through_the_writer() {
         turn_range: "1",
         total_pairs: 1,
         previous: None,
+        common: &[],
     };
     let h = w
         .write(&input)
