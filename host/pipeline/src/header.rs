@@ -361,15 +361,16 @@ impl<'a> Terms<'a> {
 
 /// The first sentence of `text`, whitespace folded, at most `max` chars.
 pub fn first_sentence(text: &str, max: usize) -> String {
-    let s = one_line(&text[..sentence_end(text)]);
+    clip(one_line(&text[..sentence_end(text)]), max)
+}
+
+/// `s` if it has at most `max` chars, else its words that fit and `…`.
+fn clip(s: String, max: usize) -> String {
     if s.chars().count() <= max {
         return s;
     }
     let cut: String = s.chars().take(max).collect();
-    let cut = cut
-        .rsplit_once(' ')
-        .map_or(cut.as_str(), |(a, _)| a)
-        .to_string();
+    let cut = cut.rsplit_once(' ').map_or(cut.as_str(), |(a, _)| a);
     format!("{cut}…")
 }
 
@@ -858,16 +859,7 @@ mod tests {
                 .char_indices()
                 .find(|&(i, c)| matches!(c, '.' | '?' | '!') && folded[i + 1..].starts_with(' '))
                 .map_or(folded.len(), |(i, c)| i + c.len_utf8());
-            let s = &folded[..end];
-            if s.chars().count() <= max {
-                return s.to_string();
-            }
-            let cut: String = s.chars().take(max).collect();
-            let cut = cut
-                .rsplit_once(' ')
-                .map_or(cut.as_str(), |(a, _)| a)
-                .to_string();
-            format!("{cut}…")
+            clip(folded[..end].to_string(), max)
         };
         for text in [
             "",

@@ -442,6 +442,19 @@ fn unchanged(manifest: &Manifest, key: &str, sha256: &str) -> bool {
         .is_some_and(|rec| rec.sha256 == sha256 && rec.status != FileStatus::Failed)
 }
 
+/// The input an adapter reads for `item` (`size` bytes, at `local`): it
+/// sees the entry's own name (session ids, shard numbers come from it), and
+/// messages name the input as the user knows it.
+fn file_input(item: &Item, size: u64, local: &inventory::Materialized) -> Input {
+    let path = local.path.clone();
+    Input::from_opener(
+        item.file_name.clone(),
+        item.key.clone(),
+        Some(size),
+        move || Ok(Box::new(fs_err::File::open(&path)?) as Box<dyn std::io::Read + Send>),
+    )
+}
+
 /// A batch's requests file followed by its results file, as one input
 /// (one line break between them, the second file's UTF-8 BOM dropped).
 fn joined_reader(
@@ -566,15 +579,7 @@ fn import_parsed<'i>(
             return alone;
         }
     };
-    // Adapters see the entry's own name (session ids, shard numbers come
-    // from it) and messages name the input as the user knows it.
-    let path = local.path.clone();
-    let mut input = Input::from_opener(
-        item.file_name.clone(),
-        item.key.clone(),
-        Some(size),
-        move || Ok(Box::new(fs_err::File::open(&path)?) as Box<dyn std::io::Read + Send>),
-    );
+    let mut input = file_input(item, size, &local);
     let adapter = match svc
         .adapters
         .select(svc.runtime, &input, opts.format.as_deref())
@@ -603,13 +608,7 @@ fn import_parsed<'i>(
     if let Some((c, c_hash)) = companion
         && let Ok(c_local) = c.materialize(&opts.root)
     {
-        let c_path = c_local.path.clone();
-        let c_input = Input::from_opener(
-            c.file_name.clone(),
-            c.key.clone(),
-            Some(c_hash.1),
-            move || Ok(Box::new(fs_err::File::open(&c_path)?) as Box<dyn std::io::Read + Send>),
-        );
+        let c_input = file_input(c, c_hash.1, &c_local);
         let same = svc
             .adapters
             .select(svc.runtime, &c_input, opts.format.as_deref())
@@ -631,15 +630,15 @@ fn import_parsed<'i>(
         let earlier = manifest.files.get(&item.key).is_some_and(|r| {
             r.status != FileStatus::Failed && r.joined.as_deref() != Some(c.key.as_str())
         });
-        if earlier && let Err(reason) = forget_chunks_of(svc, opts, &item.key, manifest) {
-            summary.errors.push(problem(
-                reason,
-                Some("run the import again; nothing was lost (the chunks are rewritten from the files)".into()),
-                true,
-            ));
-            return None;
-        }
         if earlier {
+            if let Err(reason) = forget_chunks_of(svc, opts, &item.key, manifest) {
+                summary.errors.push(problem(
+                    reason,
+                    Some("run the import again; nothing was lost (the chunks are rewritten from the files)".into()),
+                    true,
+                ));
+                return None;
+            }
             record.chunk_ids.clear();
             *processor = Processor::new(opts.processor.clone(), svc.header, manifest);
         }
