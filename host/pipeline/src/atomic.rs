@@ -1,7 +1,7 @@
 //! Atomic file writes: a temp file in the target's folder, then renamed over
 //! the target, so a reader (or a crash) never sees half a file.
 //!
-//! Durability is batched: [`write`] does not fsync each file (on this
+//! Durability is batched: [`Folder::write`] does not fsync each file (on this
 //! machine an fsync per chunk file made an import several times slower);
 //! [`sync`] flushes the whole file system once, and callers do that before
 //! they record the files in the manifest — so the manifest never claims a
@@ -9,34 +9,84 @@
 //! file, for single writes (inline mode, the manifest itself).
 
 use std::io::Write;
+use std::os::fd::OwnedFd;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-fn write_inner(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
+use rustix::fs::{Mode, OFlags};
+
+/// Replaces `path` whole, durably.
+pub fn write_durable(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::Builder::new()
         .prefix(".chatmill-tmp-")
         .tempfile_in(dir)?;
     tmp.write_all(bytes)?;
-    if durable {
-        tmp.as_file().sync_data()?;
-    }
+    tmp.as_file().sync_data()?;
     tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
-}
-
-/// Replaces `path` whole; durable after the next [`sync`].
-pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    write_inner(path, bytes, false)
-}
-
-/// Replaces `path` whole, durably.
-pub fn write_durable(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    write_inner(path, bytes, true)?;
     // The rename itself lives in the folder.
     if let Some(dir) = path.parent() {
         fs_err::File::open(dir)?.sync_all()?;
     }
     Ok(())
+}
+
+/// An open folder that many files are written into: each write names the
+/// file relative to the folder's handle (`openat`, `renameat`), so the
+/// kernel does not walk the folder's path twice per file.
+pub struct Folder {
+    fd: OwnedFd,
+}
+
+/// Numbers this process's temp files (with its pid, unique among the
+/// processes writing at once).
+static TEMP: AtomicU64 = AtomicU64::new(0);
+
+impl Folder {
+    pub fn open(path: &Path) -> std::io::Result<Self> {
+        let fd = rustix::fs::open(
+            path,
+            OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        Ok(Self { fd })
+    }
+
+    /// Replaces the file `name` (no folders in it) whole; durable after the
+    /// next [`sync`]. Owner-only, as [`write_durable`]'s temp files are.
+    pub fn write(&self, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+        let (tmp, file) = self.temp_file()?;
+        let written = std::fs::File::from(file).write_all(bytes);
+        let renamed = written.and_then(|()| {
+            rustix::fs::renameat(&self.fd, &tmp, &self.fd, name).map_err(std::io::Error::from)
+        });
+        if renamed.is_err() {
+            let _ = rustix::fs::unlinkat(&self.fd, &tmp, rustix::fs::AtFlags::empty());
+        }
+        renamed
+    }
+
+    /// A new temp file: one a killed run left under the same name (a pid
+    /// used again) is stepped over.
+    fn temp_file(&self) -> std::io::Result<(String, OwnedFd)> {
+        let pid = std::process::id();
+        loop {
+            let name = format!(
+                ".chatmill-tmp-{pid}-{}",
+                TEMP.fetch_add(1, Ordering::Relaxed)
+            );
+            match rustix::fs::openat(
+                &self.fd,
+                &name,
+                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC,
+                Mode::RUSR | Mode::WUSR,
+            ) {
+                Ok(fd) => return Ok((name, fd)),
+                Err(rustix::io::Errno::EXIST) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
 }
 
 /// Makes everything written so far on `dir`'s file system durable (one
@@ -52,10 +102,35 @@ mod tests {
     fn writes_replace_whole_files() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("a.md");
-        super::write(&p, b"first").unwrap();
+        super::write_durable(&p, b"first").unwrap();
         super::write_durable(&p, b"second").unwrap();
         super::sync(dir.path()).unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"second");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_folder_replaces_whole_files_and_steps_over_stale_temp_files() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let folder = super::Folder::open(dir.path()).unwrap();
+        // What a killed run with this pid would have left for the next
+        // two temp names.
+        let next = super::TEMP.load(std::sync::atomic::Ordering::Relaxed);
+        for n in next..next + 2 {
+            let stale = format!(".chatmill-tmp-{}-{n}", std::process::id());
+            std::fs::write(dir.path().join(stale), b"half").unwrap();
+        }
+        folder.write("a.md", b"first").unwrap();
+        folder.write("a.md", b"second").unwrap();
+        let file = dir.path().join("a.md");
+        assert_eq!(std::fs::read(&file).unwrap(), b"second");
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        // The two stale files, untouched, and the one written.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 3);
+        // A name with a folder that does not exist: an error, nothing left.
+        assert!(folder.write("missing/b.md", b"x").is_err());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 3);
     }
 }

@@ -113,9 +113,29 @@ hey hiya yeah yep yup nope wow oh ah uh um hmm lol haha cool nice great awesome 
 congrats congratulations totally definitely absolutely super pretty quite gonna wanna gotta kinda sorta \
 re ve ll didn doesn isn wasn weren won wouldn couldn shouldn aren haven hasn hadn";
 
-fn stopwords() -> &'static FxHashSet<&'static str> {
-    static SET: std::sync::OnceLock<FxHashSet<&'static str>> = std::sync::OnceLock::new();
-    SET.get_or_init(|| STOPWORDS.split_whitespace().collect())
+/// The stopwords, and the length of the longest: a longer word (most
+/// content words) is known not to be one without hashing it.
+struct Stopwords {
+    set: FxHashSet<&'static str>,
+    longest: usize,
+}
+
+impl Stopwords {
+    fn contains(&self, lower: &str) -> bool {
+        lower.len() <= self.longest && self.set.contains(lower)
+    }
+}
+
+fn stopwords() -> &'static Stopwords {
+    static SET: std::sync::OnceLock<Stopwords> = std::sync::OnceLock::new();
+    SET.get_or_init(|| Stopwords {
+        set: STOPWORDS.split_whitespace().collect(),
+        longest: STOPWORDS
+            .split_whitespace()
+            .map(str::len)
+            .max()
+            .unwrap_or(0),
+    })
 }
 
 /// ASCII separators (whitespace and punctuation that never sits inside a
@@ -141,13 +161,51 @@ fn is_separator(c: char) -> bool {
     }
 }
 
+/// The pieces of `text` between separators, as `text.split(is_separator)`
+/// finds them: a byte scan that decodes only non-ASCII chars (the split's
+/// char-by-char search was most of the tokenizer's time).
+fn pieces(text: &str) -> impl Iterator<Item = &str> {
+    let b = text.as_bytes();
+    let mut pos = 0;
+    std::iter::from_fn(move || {
+        if pos > b.len() {
+            return None;
+        }
+        let start = pos;
+        let mut i = pos;
+        while i < b.len() {
+            let (sep, width) = if b[i].is_ascii() {
+                (ASCII_SEPARATORS[usize::from(b[i])], 1)
+            } else {
+                // `i` is on a char boundary: ASCII bytes and whole chars
+                // are all that is stepped over.
+                let c = text[i..].chars().next().unwrap_or_default();
+                (is_separator(c), c.len_utf8())
+            };
+            if sep {
+                pos = i + width;
+                return Some(&text[start..i]);
+            }
+            i += width;
+        }
+        pos = b.len() + 1;
+        Some(&text[start..])
+    })
+}
+
 /// Words, keeping identifiers (`src/totals.rs`, `snake_case`, `C++`) whole.
 fn tokens(text: &str) -> impl Iterator<Item = &str> {
-    text.split(is_separator)
-        .map(|t| t.trim_matches(|c: char| c == '.' || c == '-' || c == '#'))
+    pieces(text)
+        .map(|t| t.trim_matches(['.', '-', '#']))
         .filter(|t| {
-            let mut chars = t.chars();
-            chars.next().is_some() && chars.next().is_some() && t.chars().any(char::is_alphabetic)
+            if t.is_ascii() {
+                t.len() >= 2 && t.bytes().any(|b| b.is_ascii_alphabetic())
+            } else {
+                let mut chars = t.chars();
+                chars.next().is_some()
+                    && chars.next().is_some()
+                    && t.chars().any(char::is_alphabetic)
+            }
         })
 }
 
@@ -214,6 +272,24 @@ fn keys(text: &str) -> Vec<Key<'_>> {
     let stop = stopwords();
     tokens(text)
         .map(|t| {
+            if t.is_ascii() {
+                // One pass over the bytes for what `lowercase` and
+                // `is_identifier` would each scan for.
+                let b = t.as_bytes();
+                let upper_after_first = b[1..].iter().any(u8::is_ascii_uppercase);
+                let lower = if upper_after_first || b[0].is_ascii_uppercase() {
+                    Cow::Owned(t.to_ascii_lowercase())
+                } else {
+                    Cow::Borrowed(t)
+                };
+                return if stop.contains(&lower) {
+                    None
+                } else if upper_after_first || b.iter().any(|b| matches!(b, b'_' | b'/' | b'.')) {
+                    Some((Cow::Borrowed(t), true))
+                } else {
+                    Some((lower, false))
+                };
+            }
             let lower = lowercase(t);
             if stop.contains(lower.as_ref()) {
                 None
@@ -263,20 +339,25 @@ pub fn topics(title: Option<&str>, user: &str, assistant: &str) -> Vec<String> {
 /// counts its source's weight (identifiers 1.5×), each two-word phrase
 /// 1.6×. Two scores per term: as a topic of the exchange (title 2, request
 /// 3, reply 0.5) and as something the reply brings (reply 3).
+///
+/// Words are numbered as first met and phrases kept as pairs of numbers: a
+/// phrase's text is made only for the few that score enough to rank.
 struct Terms<'a> {
     // Short keys, hashed a lot: FxHash (no DoS concern in local text).
-    score: FxHashMap<Cow<'a, str>, [f64; 2]>,
+    ids: FxHashMap<Cow<'a, str>, u32>,
+    words: Vec<[f64; 2]>,
+    pairs: FxHashMap<(u32, u32), [f64; 2]>,
 }
 
 impl<'a> Terms<'a> {
     fn of(title: Option<&'a str>, user: &'a str, reply: &[Key<'a>]) -> Self {
         let title = keys(title.unwrap_or(""));
         let user = keys(user);
+        let n = title.len() + user.len() + reply.len();
         let mut terms = Self {
-            score: FxHashMap::with_capacity_and_hasher(
-                2 * (title.len() + user.len() + reply.len()),
-                Default::default(),
-            ),
+            ids: FxHashMap::with_capacity_and_hasher(n, Default::default()),
+            words: Vec::with_capacity(n),
+            pairs: FxHashMap::with_capacity_and_hasher(n, Default::default()),
         };
         terms.add(&title, [2.0, 0.0]);
         terms.add(&user, [3.0, 0.0]);
@@ -284,37 +365,38 @@ impl<'a> Terms<'a> {
         terms
     }
 
+    #[allow(
+        clippy::ptr_arg,
+        reason = "a borrowed word is kept borrowed: the `Cow` is what is cloned"
+    )]
+    fn id(&mut self, k: &Cow<'a, str>) -> u32 {
+        if let Some(&id) = self.ids.get(k.as_ref()) {
+            return id;
+        }
+        let id = self.words.len() as u32;
+        self.ids.insert(k.clone(), id);
+        self.words.push([0.0; 2]);
+        id
+    }
+
     fn add(&mut self, keys: &[Key<'a>], weight: [f64; 2]) {
-        let mut pair = String::new();
-        for (i, k) in keys.iter().enumerate() {
-            let Some((k, ident)) = k else { continue };
+        let mut before: Option<u32> = None;
+        for k in keys {
+            let Some((k, ident)) = k else {
+                before = None;
+                continue;
+            };
+            let id = self.id(k);
             let by = if *ident { 1.5 } else { 1.0 };
-            let by = [weight[0] * by, weight[1] * by];
-            match self.score.get_mut(k.as_ref()) {
-                Some(v) => {
-                    v[0] += by[0];
-                    v[1] += by[1];
-                }
-                None => {
-                    self.score.insert(k.clone(), by);
-                }
+            let v = &mut self.words[id as usize];
+            v[0] += weight[0] * by;
+            v[1] += weight[1] * by;
+            if let Some(first) = before {
+                let v = self.pairs.entry((first, id)).or_insert([0.0; 2]);
+                v[0] += weight[0] * 1.6;
+                v[1] += weight[1] * 1.6;
             }
-            if let Some(Some((next, _))) = keys.get(i + 1) {
-                pair.clear();
-                pair.push_str(k);
-                pair.push(' ');
-                pair.push_str(next);
-                let by = [weight[0] * 1.6, weight[1] * 1.6];
-                match self.score.get_mut(pair.as_str()) {
-                    Some(v) => {
-                        v[0] += by[0];
-                        v[1] += by[1];
-                    }
-                    None => {
-                        self.score.insert(Cow::Owned(pair.clone()), by);
-                    }
-                }
-            }
+            before = Some(id);
         }
     }
 
@@ -332,30 +414,65 @@ impl<'a> Terms<'a> {
     /// of `common`, no two sharing a word ("polish remover" after "nail
     /// polish": three distinct terms say more).
     fn best(&self, slot: usize, common: &[String]) -> Vec<String> {
-        let shared = |t: &str| {
-            !common.is_empty()
-                && t.split(' ')
-                    .any(|w| common.iter().any(|c| c.eq_ignore_ascii_case(w)))
+        let mut names = vec![""; self.words.len()];
+        for (name, &id) in &self.ids {
+            names[id as usize] = name.as_ref();
+        }
+        // Words of `common` by number (empty when there are none).
+        let shared: Vec<bool> = if common.is_empty() {
+            Vec::new()
+        } else {
+            names
+                .iter()
+                .map(|w| common.iter().any(|c| c.eq_ignore_ascii_case(w)))
+                .collect()
         };
-        let mut ranked: Vec<(&str, f64)> = self
-            .score
+        let is_shared = |id: u32| shared.get(id as usize).copied().unwrap_or(false);
+        // A term as its words' numbers: a phrase is two, a word one and
+        // `ONE` ("bye bye" is a phrase of one word twice).
+        const ONE: u32 = u32::MAX;
+        let mut ranked: Vec<([u32; 2], f64)> = self
+            .words
             .iter()
-            .map(|(t, s)| (t.as_ref(), s[slot]))
-            .filter(|(t, s)| *s >= 1.5 && !shared(t))
+            .enumerate()
+            .map(|(id, s)| ([id as u32, ONE], s[slot]))
+            .chain(self.pairs.iter().map(|(&(a, b), s)| ([a, b], s[slot])))
+            .filter(|&([a, b], s)| s >= 1.5 && !is_shared(a) && !is_shared(b))
             .collect();
-        ranked.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
-        let mut out: Vec<String> = Vec::new();
+        // By score, then as the terms' texts sort (compared without making
+        // them: a phrase is its words with a space between).
+        let text = |[a, b]: [u32; 2]| {
+            let (space, second): (&[u8], &[u8]) = match b {
+                ONE => (b"", b""),
+                b => (b" ", names[b as usize].as_bytes()),
+            };
+            names[a as usize]
+                .as_bytes()
+                .iter()
+                .chain(space)
+                .chain(second)
+        };
+        ranked.sort_unstable_by(|x, y| y.1.total_cmp(&x.1).then_with(|| text(x.0).cmp(text(y.0))));
+        let mut out: Vec<[u32; 2]> = Vec::new();
         for (term, _) in ranked {
-            let words: Vec<&str> = term.split(' ').collect();
-            if out.iter().any(|o| o.split(' ').any(|w| words.contains(&w))) {
+            let words = |t: [u32; 2]| t.into_iter().filter(|&w| w != ONE);
+            if out
+                .iter()
+                .any(|&o| words(o).any(|w| words(term).any(|x| x == w)))
+            {
                 continue;
             }
-            out.push(term.to_string());
+            out.push(term);
             if out.len() == 3 {
                 break;
             }
         }
-        out
+        out.into_iter()
+            .map(|[a, b]| match b {
+                ONE => names[a as usize].to_string(),
+                b => format!("{} {}", names[a as usize], names[b as usize]),
+            })
+            .collect()
     }
 }
 
@@ -882,6 +999,131 @@ mod tests {
                     folded_first(text, max),
                     "{text:?} {max}"
                 );
+            }
+        }
+    }
+
+    /// Texts that exercise the tokenizer and the ranking: identifiers,
+    /// case, stopwords between words, a word twice in a row, typographic
+    /// quotes, non-ASCII separators and letters, score ties.
+    const TERM_TEXTS: &[&str] = &[
+        "",
+        "a",
+        "Why does my sourdough starter smell like acetone? The starter is hungry.",
+        "bye bye, bye bye — ha ha ha",
+        "src/totals.rs divides by zero in total_items(); see C++ and snake_case",
+        "They’re “quoted” and it's fine: nginx nginx upstream timeout (504)",
+        "Größe naïve café — 東京タワー\u{a0}tower\u{2003}tower emoji 🙂 x",
+        "alpha beta gamma delta alpha beta gamma delta",
+        "--flag #tag .dotted. -dash- __init__ A.B Kelvin\u{212a}",
+        "The nail polish remover and the polish remover; nail polish again",
+        "Hey Gina! Yep, Melanie! Great Mel, so cool",
+    ];
+
+    /// The first versions: `str::split` for words, one map with a string
+    /// per word and phrase, ranked as strings.
+    mod first {
+        use super::super::*;
+
+        pub fn tokens(text: &str) -> impl Iterator<Item = &str> {
+            text.split(is_separator)
+                .map(|t| t.trim_matches(|c: char| c == '.' || c == '-' || c == '#'))
+                .filter(|t| {
+                    let mut chars = t.chars();
+                    chars.next().is_some()
+                        && chars.next().is_some()
+                        && t.chars().any(char::is_alphabetic)
+                })
+        }
+
+        fn keys(text: &str) -> Vec<Option<(String, bool)>> {
+            tokens(text)
+                .map(|t| {
+                    let lower = lowercase(t);
+                    if stopwords().contains(lower.as_ref()) {
+                        None
+                    } else if is_identifier(t) {
+                        Some((t.to_string(), true))
+                    } else {
+                        Some((lower.into_owned(), false))
+                    }
+                })
+                .collect()
+        }
+
+        pub fn best(
+            title: &str,
+            user: &str,
+            reply: &str,
+            slot: usize,
+            common: &[String],
+        ) -> Vec<String> {
+            let mut score: FxHashMap<String, [f64; 2]> = FxHashMap::default();
+            for (text, weight) in [(title, [2.0, 0.0]), (user, [3.0, 0.0]), (reply, [0.5, 3.0])] {
+                let keys = keys(text);
+                for (i, k) in keys.iter().enumerate() {
+                    let Some((k, ident)) = k else { continue };
+                    let by = if *ident { 1.5 } else { 1.0 };
+                    let v = score.entry(k.clone()).or_default();
+                    v[0] += weight[0] * by;
+                    v[1] += weight[1] * by;
+                    if let Some(Some((next, _))) = keys.get(i + 1) {
+                        let v = score.entry(format!("{k} {next}")).or_default();
+                        v[0] += weight[0] * 1.6;
+                        v[1] += weight[1] * 1.6;
+                    }
+                }
+            }
+            let shared = |t: &str| {
+                t.split(' ')
+                    .any(|w| common.iter().any(|c| c.eq_ignore_ascii_case(w)))
+            };
+            let mut ranked: Vec<(&str, f64)> = score
+                .iter()
+                .map(|(t, s)| (t.as_str(), s[slot]))
+                .filter(|(t, s)| *s >= 1.5 && !shared(t))
+                .collect();
+            ranked.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+            let mut out: Vec<String> = Vec::new();
+            for (term, _) in ranked {
+                let words: Vec<&str> = term.split(' ').collect();
+                if out.iter().any(|o| o.split(' ').any(|w| words.contains(&w))) {
+                    continue;
+                }
+                out.push(term.to_string());
+                if out.len() == 3 {
+                    break;
+                }
+            }
+            out
+        }
+    }
+
+    #[test]
+    fn words_and_terms_are_what_the_first_versions_found() {
+        for text in TERM_TEXTS {
+            assert_eq!(
+                tokens(text).collect::<Vec<_>>(),
+                first::tokens(text).collect::<Vec<_>>(),
+                "{text:?}"
+            );
+        }
+        let common = [vec![], vec!["nginx".to_string(), "POLISH".to_string()]];
+        for title in ["", "Sourdough and nginx"] {
+            for user in TERM_TEXTS {
+                for reply in TERM_TEXTS {
+                    for common in &common {
+                        let reply_keys = keys(reply);
+                        let terms = Terms::of(Some(title), user, &reply_keys);
+                        for slot in [0, 1] {
+                            assert_eq!(
+                                terms.best(slot, common),
+                                first::best(title, user, reply, slot, common),
+                                "{title:?} {user:?} {reply:?} {slot} {common:?}"
+                            );
+                        }
+                    }
+                }
             }
         }
     }

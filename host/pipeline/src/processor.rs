@@ -325,6 +325,8 @@ impl<'a> Processor<'a> {
             .collect();
         let total_pairs = conv.pairs.last().map_or(0, |p| p.index);
         let mut previous = previous;
+        // Opened at the first chunk written, for all of this conversation's.
+        let mut folder: Option<crate::atomic::Folder> = None;
         for planned in &plan.chunks {
             let first = fresh[planned.pairs[0]];
             let last = fresh[*planned.pairs.last().expect("a chunk has pairs")];
@@ -415,7 +417,12 @@ impl<'a> Processor<'a> {
             })?;
             let rel = self.file_name(&id, conv, first.index, time, &doc.frontmatter.topics);
             let path = self.cfg.out_dir.join(&rel);
-            crate::atomic::write(&path, text.as_bytes()).map_err(|source| ProcessError::Write {
+            let written = match &folder {
+                Some(f) => Ok(f),
+                None => crate::atomic::Folder::open(&self.cfg.out_dir).map(|f| &*folder.insert(f)),
+            }
+            .and_then(|f| f.write(&rel, text.as_bytes()));
+            written.map_err(|source| ProcessError::Write {
                 chunk_id: id.clone(),
                 source,
             })?;
