@@ -36,6 +36,7 @@ pub fn write_durable(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// kernel does not walk the folder's path twice per file.
 pub struct Folder {
     fd: OwnedFd,
+    pid: u32,
 }
 
 /// Numbers this process's temp files (with its pid, unique among the
@@ -49,7 +50,10 @@ impl Folder {
             OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
             Mode::empty(),
         )?;
-        Ok(Self { fd })
+        Ok(Self {
+            fd,
+            pid: std::process::id(),
+        })
     }
 
     /// Replaces the file `name` (no folders in it) whole; durable after the
@@ -69,10 +73,10 @@ impl Folder {
     /// A new temp file: one a killed run left under the same name (a pid
     /// used again) is stepped over.
     fn temp_file(&self) -> std::io::Result<(String, OwnedFd)> {
-        let pid = std::process::id();
         loop {
             let name = format!(
-                ".chatmill-tmp-{pid}-{}",
+                ".chatmill-tmp-{}-{}",
+                self.pid,
                 TEMP.fetch_add(1, Ordering::Relaxed)
             );
             match rustix::fs::openat(

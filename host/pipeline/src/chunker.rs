@@ -81,32 +81,43 @@ pub struct CoverageError {
 pub fn word_count(s: &str) -> usize {
     // `char::is_whitespace` over ASCII: space, \t, \n, \x0B, \x0C, \r.
     let space = |b: u8| b == b' ' || (b'\t'..=b'\r').contains(&b);
+    // A word starts at a non-space after a space (`gap`: the byte before
+    // `run` was one): counted over byte pairs without a carried state,
+    // which the compiler vectorizes.
+    let ascii = |run: &[u8], gap: bool| -> usize {
+        let Some(&first) = run.first() else { return 0 };
+        usize::from(gap & !space(first))
+            + run
+                .iter()
+                .zip(&run[1..])
+                .map(|(&prev, &next)| usize::from(space(prev) & !space(next)))
+                .sum::<usize>()
+    };
     let b = s.as_bytes();
-    if !s.is_ascii() {
-        // One pass over the bytes: a char is a space or not by its first
-        // byte, and only the first bytes of the wide spaces (U+0085, U+00A0,
-        // U+1680, U+2000–U+205F, U+3000) need the char decoded.
-        let (mut words, mut gap) = (0, true);
-        for (i, &c) in b.iter().enumerate() {
-            let is_space = match c {
-                0..=0x7F => space(c),
-                0x80..=0xBF => continue,
-                0xC2 | 0xE1 | 0xE2 | 0xE3 => s[i..].starts_with(char::is_whitespace),
-                _ => false,
-            };
-            words += usize::from(gap & !is_space);
-            gap = is_space;
+    let (mut words, mut gap, mut i) = (0, true, 0);
+    while i < b.len() {
+        // A run of ASCII, counted as above; then one other char, a space
+        // or not by its first byte (only the first bytes of the wide
+        // spaces, U+0085, U+00A0, U+1680, U+2000–U+205F and U+3000, need
+        // the char decoded).
+        let end = b[i..]
+            .iter()
+            .position(|c| !c.is_ascii())
+            .map_or(b.len(), |n| i + n);
+        if end > i {
+            words += ascii(&b[i..end], gap);
+            gap = space(b[end - 1]);
+            i = end;
+            continue;
         }
-        return words;
+        let c = &s[i..];
+        let is_space =
+            matches!(b[i], 0xC2 | 0xE1 | 0xE2 | 0xE3) && c.starts_with(char::is_whitespace);
+        words += usize::from(gap & !is_space);
+        gap = is_space;
+        i += c.chars().next().map_or(1, char::len_utf8);
     }
-    let Some(&first) = b.first() else { return 0 };
-    // A word starts at a non-space after a space: counted over byte pairs
-    // without a carried state, which the compiler vectorizes.
-    usize::from(!space(first))
-        + b.iter()
-            .zip(&b[1..])
-            .map(|(&prev, &next)| usize::from(space(prev) & !space(next)))
-            .sum::<usize>()
+    words
 }
 
 fn normalized(s: &str) -> String {
@@ -157,8 +168,35 @@ const MECHANICAL: &[&str] = &[
     "",
 ];
 
+/// The most letters and digits a [`MECHANICAL`] phrase has.
+const MECHANICAL_LETTERS: usize = {
+    let (mut most, mut i) = (0, 0);
+    while i < MECHANICAL.len() {
+        let (bytes, mut n, mut j) = (MECHANICAL[i].as_bytes(), 0, 0);
+        while j < bytes.len() {
+            n += bytes[j].is_ascii_alphanumeric() as usize;
+            j += 1;
+        }
+        if n > most {
+            most = n;
+        }
+        i += 1;
+    }
+    most
+};
+
 /// A greeting/thanks/acknowledgement whose answer has no substance either.
 pub fn is_mechanical(p: &PairText) -> bool {
+    // A prompt with more letters than any of them is none of them (most
+    // prompts: known without normalizing the whole prompt).
+    if p.user
+        .chars()
+        .filter(|c| c.is_alphanumeric())
+        .nth(MECHANICAL_LETTERS)
+        .is_some()
+    {
+        return false;
+    }
     let user = normalized(&p.user);
     MECHANICAL.contains(&user.as_str()) && word_count(&p.assistant) <= 40
 }
@@ -434,6 +472,7 @@ mod tests {
             "\u{1680}ogham\u{200a}hair\u{202f}narrow\u{205f}math \u{2014}dash\u{2019}s ✓ 🙂x",
             "\u{a0}",
             "é",
+            "é ✓ mixed runs — of\u{2003}ASCII and not ",
         ] {
             assert_eq!(word_count(s), s.split_whitespace().count(), "{s:?}");
         }
@@ -470,6 +509,20 @@ mod tests {
         );
         assert_eq!(shape(&plan), vec![vec![1], vec![3]]);
         plan.check(4).unwrap();
+    }
+
+    #[test]
+    fn mechanical_is_read_from_the_letters_however_much_punctuation_surrounds_them() {
+        assert_eq!(MECHANICAL_LETTERS, "thankyousomuch".len());
+        let ok = |user: &str| is_mechanical(&p(1, user, "You're welcome."));
+        assert!(ok(&format!(
+            "{} thank you so much {}",
+            "!".repeat(200),
+            "🙏".repeat(50)
+        )));
+        assert!(ok("Thank\tyou  SO much!!"));
+        assert!(!ok("thank you so much!!x"));
+        assert!(!ok("ok ok ok ok ok ok ok ok"));
     }
 
     #[test]
