@@ -443,3 +443,88 @@ fn importing_the_root_itself_leaves_its_own_files_alone() {
     assert_eq!(skipped.len(), 1, "only the notes: {skipped:?}");
     assert!(skipped[0].ends_with("notes.md"), "{skipped:?}");
 }
+
+/// The chunk files of a root: name → content.
+fn chunk_texts(root: &std::path::Path) -> std::collections::BTreeMap<String, String> {
+    chunk_files(root)
+        .into_iter()
+        .map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read_to_string(&p).unwrap())
+        })
+        .collect()
+}
+
+/// A conversation that grew, whether the grown export comes in a later
+/// import or both copies sit in one file (an export and its later copy),
+/// gains only its new pairs, none twice; the new chunks are what one import
+/// of the whole writes for them (their headers still say what they
+/// follow). The earlier chunks stay as written ("exchange 2 of 4").
+#[test]
+fn a_grown_conversation_ends_as_one_import_of_the_whole() {
+    let env = Env::new();
+    let full: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(corpus("claude/claude-to-sqlite-artifacts.json")).unwrap(),
+    )
+    .unwrap();
+    let mut short = full.clone();
+    // The conversation up to its fourth answer.
+    let messages = short[0]["chat_messages"].as_array_mut().unwrap();
+    let answers: Vec<usize> = (0..messages.len())
+        .filter(|&i| messages[i]["sender"] == "assistant")
+        .collect();
+    messages.truncate(answers[3] + 1);
+    let import = |root: &std::path::Path, export: &serde_json::Value| -> serde_json::Value {
+        std::fs::create_dir_all(root.join("raw")).unwrap();
+        std::fs::write(
+            root.join("raw/conversations.json"),
+            serde_json::to_vec(export).unwrap(),
+        )
+        .unwrap();
+        let run = env.run(&["--root", root.to_str().unwrap(), "import", "--json"]);
+        assert_eq!(run.code, 0, "{run:?}");
+        run.json()
+    };
+
+    let whole = env.path("whole");
+    let once = import(&whole, &full);
+    let expected = chunk_texts(&whole);
+    assert!(expected.len() >= 6, "{once:#}");
+
+    // The short export, then the grown one in its place.
+    let later = env.path("later");
+    let first = import(&later, &short);
+    let before = chunk_texts(&later);
+    assert!(before.len() >= 3, "{first:#}");
+    let second = import(&later, &full);
+    let after = chunk_texts(&later);
+    assert_eq!(second["duplicates_skipped"], 0, "{second:#}");
+    assert_eq!(
+        after.keys().collect::<Vec<_>>(),
+        expected.keys().collect::<Vec<_>>()
+    );
+    for (name, text) in &after {
+        match before.get(name) {
+            Some(earlier) => assert_eq!(text, earlier, "{name} was rewritten"),
+            None => assert_eq!(text, &expected[name], "{name}"),
+        }
+    }
+    // A new chunk's header says what it follows.
+    let first_new = after.keys().find(|n| !before.contains_key(*n)).unwrap();
+    assert!(after[first_new].contains("following an exchange about"));
+
+    // Both copies in one file: the same chunks.
+    let both = env.path("both");
+    let mut two = short.clone();
+    two.as_array_mut().unwrap().push(full[0].clone());
+    let s = import(&both, &two);
+    assert_eq!(
+        s["chunks_written"].as_u64().unwrap(),
+        after.len() as u64,
+        "{s:#}"
+    );
+    assert_eq!(s["duplicates_skipped"], 0, "{s:#}");
+    assert_eq!(chunk_texts(&both), after);
+    let verify = env.run(&["--root", both.to_str().unwrap(), "verify"]);
+    assert_eq!(verify.code, 0, "{verify:?}");
+}

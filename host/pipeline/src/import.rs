@@ -19,9 +19,8 @@ use crate::chunk::ChunkDoc;
 use crate::header::HeaderWriter;
 use crate::inventory::{self, Item};
 use crate::manifest::{AdapterRef, FileRecord, FileStatus, MANIFEST_FILE, Manifest, ManifestError};
-use crate::processor::{Prepared, ProcessError, Processor, ProcessorConfig};
+use crate::processor::{Prepared, Processor, ProcessorConfig};
 use crate::record::index_record;
-use rayon::prelude::*;
 
 #[derive(Debug, Clone)]
 pub struct ImportOptions {
@@ -324,8 +323,9 @@ fn file_stamp(path: &std::path::Path) -> Option<(std::time::SystemTime, u64)> {
     Some((m.modified().ok()?, m.len()))
 }
 
-/// Pairs chunked in parallel at once.
-const PARALLEL_PAIRS: usize = 512;
+/// Pairs being chunked at once, at most (and one conversation, however
+/// long): what bounds the memory of a file's parsed conversations.
+const IN_FLIGHT_PAIRS: usize = 512;
 
 /// Chunks handed to the index at once.
 const INDEX_BATCH: usize = 256;
@@ -657,8 +657,12 @@ fn import_parsed<'i>(
     // (two stages, two cores); a bounded channel keeps memory to a few
     // conversations.
     let result = std::thread::scope(|scope| -> Result<(), String> {
-        let (tx, rx) =
-            std::sync::mpsc::sync_channel::<Result<chatmill_model::Conversation, String>>(4);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Result<chatmill_model::Conversation, String>>(
+            std::env::var("XP_CH")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(4),
+        );
         let input = &input;
         scope.spawn(move || {
             let mut stream = match svc.runtime.parse(adapter, input) {
@@ -701,50 +705,89 @@ fn import_parsed<'i>(
             None => (None, None),
         };
         let chunk_all = || -> Result<(), String> {
-            // Conversations are chunked and given headers in parallel, a batch
-            // at a time, and recorded in their order (so the output never
-            // depends on timing).
-            let mut batch: Vec<chatmill_model::Conversation> = Vec::new();
-            let mut rx = rx.into_iter().peekable();
-            while let Some(conv) = rx.next() {
-                let conv = conv?;
-                let batch_pairs: usize = batch.iter().map(|c| c.pairs.len()).sum();
-                batch.push(conv);
-                if batch_pairs < PARALLEL_PAIRS && rx.peek().is_some() {
-                    continue;
-                }
-                let done: Vec<Result<Prepared, ProcessError>> = {
-                    let p = &*processor;
-                    let m = &*manifest;
-                    batch
-                        .par_iter()
-                        .map(|c| p.prepare(c, &item.file_name, mtime, m, None))
-                        .collect()
-                };
-                for (conv, prepared) in batch.drain(..).zip(done) {
-                    pairs += conv.pairs.len();
-                    skipped_by_adapter += conv.skipped.values().sum::<u32>();
-                    let out = processor.commit(prepared.map_err(|e| e.to_string())?, manifest);
-                    summary.chunks_written += out.written.len() as u32;
-                    summary.duplicates_skipped += out.duplicates;
-                    summary.mechanical_excluded += out.excluded;
-                    for w in out.written {
-                        if w.header_pending {
-                            backfill.push(&w.chunk_id, &w.record.meta.path);
-                        }
-                        record.chunk_ids.push(w.chunk_id);
-                        if let Some(tx) = &index_tx {
-                            pending.push(w.record);
-                            if pending.len() >= INDEX_BATCH {
-                                // The index thread only ends when this sender
-                                // is dropped, so the send cannot fail.
-                                let _ = tx.send(std::mem::take(&mut pending));
+            // Each conversation is chunked, given headers and written on the
+            // thread pool as soon as it is parsed (no batch waits for its
+            // slowest conversation), and recorded here in its order, so the
+            // output never depends on timing. How far a conversation is
+            // already chunked is worked out here as the conversations before
+            // it leave it: a second copy in the same file continues where the
+            // first ends, as it would in the next import.
+            let p = &*processor;
+            let file_name = item.file_name.as_str();
+            let mut chunked_to: std::collections::HashMap<String, u32> =
+                std::collections::HashMap::new();
+            rayon::in_place_scope(|scope| -> Result<(), String> {
+                type Done = (usize, u32, Result<Prepared, String>);
+                let (done_tx, done_rx) = std::sync::mpsc::channel::<(usize, Done)>();
+                let mut waiting: std::collections::BTreeMap<usize, Done> = Default::default();
+                let mut parsed = rx.into_iter();
+                let (mut sent, mut next, mut in_flight, mut parsed_all) = (0, 0, 0, false);
+                loop {
+                    while !parsed_all && in_flight < IN_FLIGHT_PAIRS {
+                        let Some(conv) = parsed.next() else {
+                            parsed_all = true;
+                            break;
+                        };
+                        let conv = conv?;
+                        let key = crate::manifest::conversation_key(&conv.platform, &conv.id);
+                        let seen = chunked_to
+                            .get(&key)
+                            .copied()
+                            .unwrap_or_else(|| crate::processor::chunked_to(manifest, &conv));
+                        chunked_to.insert(key, crate::processor::chunked_after(&conv, seen));
+                        in_flight += conv.pairs.len().max(1);
+                        let (seq, tx) = (sent, done_tx.clone());
+                        scope.spawn(move |_| {
+                            let prepared = std::panic::catch_unwind(std::panic::AssertUnwindSafe(
+                                || p.prepare(&conv, file_name, mtime, seen, None),
+                            ));
+                            let prepared = match prepared {
+                                Ok(done) => done.map_err(|e| e.to_string()),
+                                Err(_) => Err(format!(
+                                    "chunking conversation `{}` failed unexpectedly (a bug in chatmill: please report it)",
+                                    conv.id
+                                )),
+                            };
+                            let skipped = conv.skipped.values().sum::<u32>();
+                            // The receiver is gone only when this file failed.
+                            let _ = tx.send((seq, (conv.pairs.len(), skipped, prepared)));
+                        });
+                        sent += 1;
+                    }
+                    if parsed_all && next == sent {
+                        return Ok(());
+                    }
+                    let (seq, done) = done_rx
+                        .recv()
+                        .expect("every conversation sent on is answered");
+                    waiting.insert(seq, done);
+                    while let Some((n, skipped, prepared)) = waiting.remove(&next) {
+                        next += 1;
+                        in_flight -= n.max(1);
+                        pairs += n;
+                        skipped_by_adapter += skipped;
+                        let out = p.commit(prepared?, manifest);
+                        summary.chunks_written += out.written.len() as u32;
+                        summary.duplicates_skipped += out.duplicates;
+                        summary.mechanical_excluded += out.excluded;
+                        for w in out.written {
+                            if w.header_pending {
+                                backfill.push(&w.chunk_id, &w.record.meta.path);
+                            }
+                            record.chunk_ids.push(w.chunk_id);
+                            if let Some(tx) = &index_tx {
+                                pending.push(w.record);
+                                if pending.len() >= INDEX_BATCH {
+                                    // The index thread only ends when this
+                                    // sender is dropped, so the send cannot
+                                    // fail.
+                                    let _ = tx.send(std::mem::take(&mut pending));
+                                }
                             }
                         }
                     }
                 }
-            }
-            Ok(())
+            })
         };
         let chunked = chunk_all();
         drop(index_tx);

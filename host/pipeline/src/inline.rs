@@ -292,13 +292,13 @@ impl InlineWriter {
             render: Default::default(),
             chunker: Default::default(),
         };
-        let mut processor = Processor::for_ids(cfg, self.header.as_ref(), &self.manifest, &key);
+        let processor = Processor::for_ids(cfg, self.header.as_ref(), &self.manifest, &key);
         let source_file = format!("{}.md", t.session_id);
         let prepared = processor.prepare(
             &conv,
             &source_file,
             time,
-            &self.manifest,
+            crate::processor::chunked_to(&self.manifest, &conv),
             session.previous.take(),
         )?;
         session.previous = prepared.previous.clone();

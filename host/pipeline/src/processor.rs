@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
+use std::sync::{Mutex, PoisonError};
 
 use chatmill_index::ChunkRecord;
 use chatmill_model::Conversation;
@@ -138,11 +139,30 @@ pub fn slug(s: &str, max: usize) -> String {
 pub struct Processor<'a> {
     cfg: ProcessorConfig,
     header: &'a dyn HeaderWriter,
-    existing: BTreeSet<String>,
+    // Behind a lock so that conversations are prepared while earlier ones
+    // are committed (`prepare` reads it, `commit` adds to it).
+    existing: Mutex<BTreeSet<String>>,
 }
 
 fn iso(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::AutoSi, true)
+}
+
+/// The last pair of `conv` that `manifest` records as chunked (0: none).
+pub fn chunked_to(manifest: &Manifest, conv: &Conversation) -> u32 {
+    manifest
+        .conversations
+        .get(&conversation_key(&conv.platform, &conv.id))
+        .map_or(0, |r| r.last_pair)
+}
+
+/// The last pair that [`Processor::commit`] records as chunked once `conv`
+/// is prepared from `seen`.
+pub fn chunked_after(conv: &Conversation, seen: u32) -> u32 {
+    conv.pairs
+        .iter()
+        .rfind(|p| p.index > seen)
+        .map_or(seen, |p| p.index)
 }
 
 impl<'a> Processor<'a> {
@@ -155,7 +175,7 @@ impl<'a> Processor<'a> {
         Self {
             cfg,
             header,
-            existing,
+            existing: Mutex::new(existing),
         }
     }
 
@@ -176,7 +196,7 @@ impl<'a> Processor<'a> {
         Self {
             cfg,
             header,
-            existing,
+            existing: Mutex::new(existing),
         }
     }
 
@@ -222,14 +242,15 @@ impl<'a> Processor<'a> {
         fallback_time: DateTime<Utc>,
         manifest: &mut Manifest,
     ) -> Result<Outcome, ProcessError> {
-        let prepared = self.prepare(conv, source_file, fallback_time, manifest, None)?;
+        let seen = chunked_to(manifest, conv);
+        let prepared = self.prepare(conv, source_file, fallback_time, seen, None)?;
         Ok(self.commit(prepared, manifest))
     }
 
     /// Records what [`Processor::prepare`] wrote: the chunk ids, and how far
-    /// the conversation is chunked. Chunks another conversation of the same
-    /// batch already wrote count as duplicates.
-    pub fn commit(&mut self, prepared: Prepared, manifest: &mut Manifest) -> Outcome {
+    /// the conversation is chunked. Chunks already recorded (another
+    /// conversation's) count as duplicates.
+    pub fn commit(&self, prepared: Prepared, manifest: &mut Manifest) -> Outcome {
         let Prepared {
             key,
             last_pair,
@@ -241,8 +262,9 @@ impl<'a> Processor<'a> {
         };
         let record = manifest.conversations.entry(key).or_default();
         let mut written = Vec::with_capacity(outcome.written.len());
+        let mut existing = self.existing.lock().unwrap_or_else(PoisonError::into_inner);
         for w in outcome.written {
-            if self.existing.insert(w.chunk_id.clone()) {
+            if existing.insert(w.chunk_id.clone()) {
                 record.chunk_ids.push(w.chunk_id.clone());
                 written.push(w);
             } else {
@@ -257,18 +279,18 @@ impl<'a> Processor<'a> {
     /// The first half of [`Processor::process`], safe to run for several
     /// conversations at once: chunks, headers, and the chunk files written
     /// (atomically); nothing recorded yet.
-    /// `previous` is the exchange before the first new pair, when the caller
-    /// knows it (inline mode keeps it per session).
+    /// `seen` is the last pair already chunked ([`chunked_to`]); `previous`
+    /// is the exchange before the first new pair, when the caller knows it
+    /// (inline mode keeps it per session).
     pub fn prepare(
         &self,
         conv: &Conversation,
         source_file: &str,
         fallback_time: DateTime<Utc>,
-        manifest: &Manifest,
+        seen: u32,
         previous: Option<Previous>,
     ) -> Result<Prepared, ProcessError> {
         let key = conversation_key(&conv.platform, &conv.id);
-        let seen = manifest.conversations.get(&key).map_or(0, |r| r.last_pair);
         let fresh: Vec<&chatmill_model::Pair> =
             conv.pairs.iter().filter(|p| p.index > seen).collect();
         let mut out = Outcome {
@@ -324,7 +346,21 @@ impl<'a> Processor<'a> {
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         let total_pairs = conv.pairs.last().map_or(0, |p| p.index);
-        let mut previous = previous;
+        // A conversation that grew continues from its last chunked pair:
+        // the export holds it, so the first new chunk's header says what it
+        // follows, as it would have in one import of the whole.
+        let mut previous = previous.or_else(|| {
+            let before = conv.pairs.iter().rfind(|p| p.index <= seen)?;
+            let request = plain_text(&before.user);
+            Some(Previous {
+                topics: crate::header::topics(
+                    conv.title.as_deref(),
+                    &request,
+                    &render_parts(&before.assistant, self.cfg.render),
+                ),
+                request,
+            })
+        });
         // Opened at the first chunk written, for all of this conversation's.
         let mut folder: Option<crate::atomic::Folder> = None;
         for planned in &plan.chunks {
@@ -337,7 +373,12 @@ impl<'a> Processor<'a> {
                 id.push_str(&format!("-part-{n}"));
                 extra.insert("part".into(), format!("{n}/{of}"));
             }
-            if self.existing.contains(&id) {
+            let known = self
+                .existing
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .contains(&id);
+            if known {
                 out.duplicates += 1;
                 continue;
             }
