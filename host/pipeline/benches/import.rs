@@ -66,6 +66,22 @@ fn peak_rss_mib() -> f64 {
         .map_or(f64::NAN, |kb| kb / 1024.0)
 }
 
+/// CPU seconds this process has used (user + system), from
+/// `/proc/self/stat` (in USER_HZ, 100 per second on Linux): on a shared
+/// machine a steadier figure than the wall time.
+fn cpu_secs() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command name, which is in parentheses.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok());
+    match (ticks(11), ticks(12)) {
+        (Some(user), Some(system)) => (user + system) / 100.0,
+        _ => f64::NAN,
+    }
+}
+
 fn runtime(cache: &Path) -> (Runtime, AdapterSet) {
     let rt = Runtime::new(Limits::default(), Some(cache)).expect("runtime");
     let builtins: Vec<Builtin> = chatmill_builtin::ADAPTERS
@@ -80,6 +96,7 @@ fn runtime(cache: &Path) -> (Runtime, AdapterSet) {
 fn stage(name: &str, export: &Path, work: &Path) {
     let (rt, set) = runtime(&work.join("cache"));
     let started = Instant::now();
+    let cpu_before = cpu_secs();
     let (pairs, chunks) = match name {
         "parse" => {
             let input = Input::from_path(export);
@@ -154,10 +171,13 @@ fn stage(name: &str, export: &Path, work: &Path) {
         other => panic!("unknown stage {other}"),
     };
     let secs = started.elapsed().as_secs_f64();
+    let cpu = cpu_secs() - cpu_before;
     println!(
-        "{name:<8} {secs:>7.2} s  {:>9.0} pairs/s  {chunks:>7} chunks  peak RSS {:>6.1} MiB",
+        "{name:<8} {secs:>7.2} s  {:>9.0} pairs/s  {chunks:>7} chunks  peak RSS {:>6.1} MiB  CPU {cpu:.2} s ({:.2} cores, {:.1} µs per pair)",
         pairs as f64 / secs,
-        peak_rss_mib()
+        peak_rss_mib(),
+        cpu / secs,
+        1e6 * cpu / pairs as f64
     );
 }
 
