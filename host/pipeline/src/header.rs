@@ -111,7 +111,8 @@ thing things way ways really much many well okay ok yes hi hello thanks thank su
 give know think try still even new good best better first \
 hey hiya yeah yep yup nope wow oh ah uh um hmm lol haha cool nice great awesome amazing glad sorry \
 congrats congratulations totally definitely absolutely super pretty quite gonna wanna gotta kinda sorta \
-re ve ll didn doesn isn wasn weren won wouldn couldn shouldn aren haven hasn hadn";
+re ve ll didn doesn isn wasn weren won wouldn couldn shouldn aren haven hasn hadn \
+none null nil true false self def";
 
 /// The stopwords, and the length of the longest: a longer word (most
 /// content words) is known not to be one without hashing it.
@@ -142,7 +143,7 @@ fn stopwords() -> &'static Stopwords {
 /// word or an identifier), as a table: this runs on every character.
 const ASCII_SEPARATORS: [bool; 128] = {
     let mut table = [false; 128];
-    let seps = b" \t\n\r\x0b\x0c,;:!?()[]{}\"'`<>|*";
+    let seps = b" \t\n\r\x0b\x0c,;:!?()[]{}\"'`<>|*=";
     let mut i = 0;
     while i < seps.len() {
         table[seps[i] as usize] = true;
@@ -532,14 +533,46 @@ pub fn key_sentence(text: &str, max: usize) -> String {
     best.map(|(_, s)| s).unwrap_or_default()
 }
 
-/// `text` without the one-line tool summaries the renderer writes
-/// (`[Tool: …]`, `[Tool result: …]`): what a reply says is its prose, when
-/// it has any.
-fn prose(text: &str) -> Cow<'_, str> {
-    if !text.contains("[Tool") {
+/// `text` without fenced code blocks (the fences and what is between
+/// them; an unclosed fence runs to the end), borrowed when it has none.
+fn without_code(text: &str) -> Cow<'_, str> {
+    if !text.contains("```") && !text.contains("~~~") {
         return Cow::Borrowed(text);
     }
-    let kept: Vec<&str> = text
+    let mut kept = String::with_capacity(text.len());
+    let mut fence: Option<&str> = None;
+    for line in text.split_inclusive('\n') {
+        let t = line.trim_start();
+        match fence {
+            Some(f) => {
+                if t.starts_with(f) {
+                    fence = None;
+                }
+            }
+            None if t.starts_with("```") || t.starts_with("~~~") => {
+                let width = t.bytes().take_while(|b| *b == t.as_bytes()[0]).count();
+                fence = Some(&t[..width]);
+            }
+            None => kept.push_str(line),
+        }
+    }
+    Cow::Owned(kept)
+}
+
+/// What a text says in words: without the one-line tool summaries the
+/// renderer writes (`[Tool: …]`, `[Tool result: …]`) and without code
+/// blocks ("The user asked: \"```python import numpy…\"" says nothing).
+/// A text of code alone says nothing in words (empty); one of tool
+/// summaries alone is summarized by them.
+fn prose(text: &str) -> Cow<'_, str> {
+    let words = without_code(text);
+    if words.trim().is_empty() {
+        return Cow::Borrowed("");
+    }
+    if !words.contains("[Tool") {
+        return words;
+    }
+    let kept: Vec<&str> = words
         .lines()
         .filter(|l| {
             let t = l.trim();
@@ -547,7 +580,7 @@ fn prose(text: &str) -> Cow<'_, str> {
         })
         .collect();
     if kept.iter().all(|l| l.trim().is_empty()) {
-        Cow::Borrowed(text)
+        words
     } else {
         Cow::Owned(kept.join("\n"))
     }
@@ -567,7 +600,14 @@ impl HeaderWriter for ExtractiveWriter {
         // The reply is tokenized once, for the chunk's topics and its own.
         let reply = keys(prefix_chars(input.assistant, REPLY_CHARS));
         let terms = Terms::of(input.title, input.user, &reply);
-        let topics = terms.topics(input.common);
+        // A reply to something said before ("not true", "do it") names no
+        // subject of its own: it keeps the one it continues.
+        let mut topics = terms.topics(input.common);
+        if topics.is_empty()
+            && let Some(prev) = input.previous
+        {
+            topics.clone_from(&prev.topics);
+        }
         let mut sentences = Vec::new();
         let platform = platform_name(input.platform);
         let date = input
@@ -602,7 +642,9 @@ impl HeaderWriter for ExtractiveWriter {
                 article(platform)
             )),
         }
-        let request = key_sentence(input.user, 220);
+        // The request in words; a request of code alone is quoted as it is.
+        let asked = prose(input.user);
+        let request = key_sentence(if asked.is_empty() { input.user } else { &asked }, 220);
         if !request.is_empty() {
             sentences.push(format!("The user asked: \"{request}\""));
         }
@@ -837,6 +879,7 @@ mod tests {
                         | '>'
                         | '|'
                         | '*'
+                        | '='
                         | '\u{2018}'
                         | '\u{2019}'
                         | '\u{201C}'
@@ -933,6 +976,89 @@ mod tests {
             "{}",
             h.context
         );
+    }
+
+    #[test]
+    fn code_literals_and_assignments_are_never_topics() {
+        // Keyword arguments, as aider's chats are full of.
+        let user = "Make commit_before_message default to None in Coder.__init__";
+        let reply = "def __init__(self, main_model, io, repo=None, pretty=True, stream=False,\n    commit_before_message=None, done_messages=None, read_only=False):\n    self.commit_before_message = commit_before_message or []";
+        let t = topics(None, user, reply);
+        assert!(
+            t.iter().any(|x| x.contains("commit_before_message")),
+            "{t:?}"
+        );
+        for junk in ["none", "true", "false", "self", "def"] {
+            assert!(
+                !t.iter()
+                    .any(|x| x.split(' ').any(|w| w.eq_ignore_ascii_case(junk))),
+                "{junk} in {t:?}"
+            );
+        }
+        assert!(!t.iter().any(|x| x.contains('=')), "{t:?}");
+    }
+
+    #[test]
+    fn a_reply_that_names_no_subject_keeps_the_one_it_continues() {
+        let previous = Previous {
+            topics: vec!["cloud-resume".into(), "specstory-sync".into()],
+            request: "Why does cloud-resume skip the sync?".into(),
+        };
+        let mut input = HeaderInput {
+            platform: "claude-code",
+            title: None,
+            date: None,
+            user: "not true",
+            assistant: "",
+            turn_range: "9",
+            total_pairs: 15,
+            previous: Some(&previous),
+            common: &[],
+        };
+        let h = ExtractiveWriter.write(&input).unwrap();
+        assert_eq!(h.topics, previous.topics);
+        // Nothing to continue: no topics rather than made-up ones.
+        input.previous = None;
+        assert!(ExtractiveWriter.write(&input).unwrap().topics.is_empty());
+    }
+
+    #[test]
+    fn code_is_not_quoted_as_what_was_said() {
+        let mut input = HeaderInput {
+            platform: "chatgpt",
+            title: Some("Monte Carlo"),
+            date: None,
+            user: "```python\nimport numpy as np\nx = np.zeros(3)\n```\nWhy is the average distance always zero here?",
+            assistant: "```python\n# Re-run the simulation\navg = []\n```\n\nThe distance is zero because every point starts at the origin.",
+            turn_range: "1",
+            total_pairs: 1,
+            previous: None,
+            common: &[],
+        };
+        let h = ExtractiveWriter.write(&input).unwrap();
+        assert!(
+            h.context
+                .contains("The user asked: \"Why is the average distance always zero here?\""),
+            "{}",
+            h.context
+        );
+        assert!(
+            h.context.contains(
+                "The reply says \"The distance is zero because every point starts at the origin\""
+            ),
+            "{}",
+            h.context
+        );
+        // A reply of code alone has no sentence to quote; an unclosed fence
+        // runs to the end.
+        input.assistant = "~~~html\n<div class=\"calc\"><input type=\"number\"></div>";
+        let h = ExtractiveWriter.write(&input).unwrap();
+        assert!(!h.context.contains("The reply says"), "{}", h.context);
+        assert!(!h.context.contains('='), "{}", h.context);
+        // A request of code alone is quoted as it is.
+        input.user = "```\nls -la /tmp\n```";
+        let h = ExtractiveWriter.write(&input).unwrap();
+        assert!(h.context.contains("The user asked: \"```"), "{}", h.context);
     }
 
     #[test]
