@@ -99,6 +99,9 @@ impl<E: Embedder> Embedder for Cached<E> {
     fn is_fallback(&self) -> bool {
         self.inner.is_fallback()
     }
+    fn is_instant(&self) -> bool {
+        self.inner.is_instant()
+    }
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, IndexError> {
         let model = self.inner.id();

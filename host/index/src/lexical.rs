@@ -113,6 +113,10 @@ impl Embedder for Lexical {
     fn is_fallback(&self) -> bool {
         true
     }
+
+    fn is_instant(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

@@ -157,6 +157,13 @@ pub trait Embedder: Send + Sync {
     fn is_fallback(&self) -> bool {
         false
     }
+    /// True when a text embeds in next to no time (the lexical stand-in):
+    /// callers may then embed beside other work, on their own threads,
+    /// instead of on the thread that writes the index
+    /// ([`Indexer::embed_here`]).
+    fn is_instant(&self) -> bool {
+        false
+    }
 }
 
 /// A backend that stores chunks with their vectors.
@@ -195,6 +202,17 @@ pub(crate) fn turn_pairs(range: &str) -> Option<(u32, u32)> {
 pub trait Indexer: Send + Sync {
     /// Embeds and stores (replacing records with the same chunk id).
     fn index(&self, records: &[ChunkRecord]) -> Result<(), IndexError>;
+    /// The vectors of `texts` (embedding texts), made on the caller's
+    /// thread when this index's embedder is instant ([`Embedder::is_instant`]);
+    /// `None` leaves embedding to [`Indexer::index`].
+    fn embed_here(&self, _texts: &[&str]) -> Option<Vec<Vec<f32>>> {
+        None
+    }
+    /// [`Indexer::index`] with `vectors[i]`, from [`Indexer::embed_here`],
+    /// for `records[i]`.
+    fn index_with(&self, records: &[ChunkRecord], _vectors: &[Vec<f32>]) -> Result<(), IndexError> {
+        self.index(records)
+    }
     fn remove(&self, chunk_ids: &[String]) -> Result<(), IndexError>;
     fn ids(&self) -> Result<BTreeSet<String>, IndexError>;
     fn count(&self) -> Result<u64, IndexError>;
@@ -213,6 +231,9 @@ impl<T: Embedder + ?Sized> Embedder for std::sync::Arc<T> {
     fn is_fallback(&self) -> bool {
         (**self).is_fallback()
     }
+    fn is_instant(&self) -> bool {
+        (**self).is_instant()
+    }
 }
 
 impl<T: Embedder + ?Sized> Embedder for Box<T> {
@@ -227,5 +248,8 @@ impl<T: Embedder + ?Sized> Embedder for Box<T> {
     }
     fn is_fallback(&self) -> bool {
         (**self).is_fallback()
+    }
+    fn is_instant(&self) -> bool {
+        (**self).is_instant()
     }
 }

@@ -414,6 +414,22 @@ impl Indexer for Index {
         self.add(records)
     }
 
+    fn embed_here(&self, texts: &[&str]) -> Option<Vec<Vec<f32>>> {
+        // An instant embedder's failure is left for `index` to report.
+        self.embedder
+            .is_instant()
+            .then(|| self.embedder.embed(texts).ok())
+            .flatten()
+    }
+
+    fn index_with(&self, records: &[ChunkRecord], vectors: &[Vec<f32>]) -> Result<(), IndexError> {
+        let dim = self.embedder.dim();
+        if vectors.len() != records.len() || vectors.iter().any(|v| v.len() != dim) {
+            return self.add(records);
+        }
+        self.store.upsert(records, vectors, self.embedder.id())
+    }
+
     fn remove(&self, chunk_ids: &[String]) -> Result<(), IndexError> {
         self.store.delete(chunk_ids)
     }
@@ -431,6 +447,68 @@ impl Indexer for Index {
 mod tests {
     use super::*;
     use crate::ChunkMeta;
+
+    /// The lexical stand-in, made to look like a model that takes its time.
+    struct Slow(crate::Lexical);
+
+    impl Embedder for Slow {
+        fn id(&self) -> &str {
+            self.0.id()
+        }
+        fn dim(&self) -> usize {
+            self.0.dim()
+        }
+        fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, IndexError> {
+            self.0.embed(texts)
+        }
+    }
+
+    fn record(id: &str, text: &str) -> ChunkRecord {
+        ChunkRecord {
+            chunk_id: id.into(),
+            embed_text: text.into(),
+            document: text.into(),
+            meta: ChunkMeta {
+                timestamp: 0,
+                platform: "chatgpt".into(),
+                agent_id: "external".into(),
+                conversation_id: id.into(),
+                title: None,
+                topics: Vec::new(),
+                model: "m".into(),
+                turn_range: "1".into(),
+                source_file: "f".into(),
+                path: format!("{id}.md"),
+            },
+        }
+    }
+
+    #[test]
+    fn an_instant_embedder_embeds_where_the_caller_runs_and_its_vectors_are_stored_as_made() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(crate::SqliteStore::open(&dir.path().join("i.sqlite3")).unwrap());
+        let ix = Index::new(store.clone(), Arc::new(crate::Lexical::default()));
+        let records = [
+            record("a", "nginx returns 504 on long uploads"),
+            record("b", "sourdough starter smells like acetone"),
+        ];
+        let texts: Vec<&str> = records.iter().map(|r| r.embed_text.as_str()).collect();
+        let vectors = ix.embed_here(&texts).expect("the stand-in is instant");
+        assert_eq!(vectors, crate::Lexical::default().embed(&texts).unwrap());
+        ix.index_with(&records, &vectors).unwrap();
+        for (r, v) in records.iter().zip(&vectors) {
+            let best = &store.knn(v, 1, &Filter::default()).unwrap()[0];
+            assert_eq!(best.chunk_id, r.chunk_id);
+            assert!(best.score > 0.999, "{best:?}");
+        }
+        // Vectors of another width are not stored: the index embeds.
+        ix.index_with(&records[..1], &[vec![1.0; 3]]).unwrap();
+        let best = &store.knn(&vectors[0], 1, &Filter::default()).unwrap()[0];
+        assert!(best.chunk_id == "a" && best.score > 0.999, "{best:?}");
+        // A model that takes its time embeds on the index's own thread.
+        let slow = Index::new(store, Arc::new(Slow(crate::Lexical::default())));
+        assert!(slow.embed_here(&texts).is_none());
+    }
 
     fn hit(id: &str, conv: &str, range: &str, score: f32) -> Hit {
         Hit {

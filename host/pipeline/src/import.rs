@@ -333,6 +333,29 @@ const INDEX_BATCH: usize = 256;
 /// A failed index call: how many chunks it left out, and why.
 type IndexFailure = Option<(u32, chatmill_index::IndexError)>;
 
+/// `prepared` with its chunks' vectors when the index embeds in no time
+/// (the lexical stand-in): made here, on the thread that chunked them, so
+/// that the index thread only writes.
+fn embedded_here(mut prepared: Prepared, indexer: Option<&dyn Indexer>) -> Prepared {
+    let written = prepared.written_mut();
+    let Some(indexer) = indexer.filter(|_| !written.is_empty()) else {
+        return prepared;
+    };
+    let texts: Vec<&str> = written
+        .iter()
+        .map(|w| w.record.embed_text.as_str())
+        .collect();
+    if let Some(vectors) = indexer
+        .embed_here(&texts)
+        .filter(|v| v.len() == written.len())
+    {
+        for (w, v) in written.iter_mut().zip(vectors) {
+            w.vector = Some(v);
+        }
+    }
+    prepared
+}
+
 /// What an index thread did: chunks indexed, and those it left out with
 /// the last error.
 #[derive(Default)]
@@ -341,9 +364,37 @@ struct Indexed {
     failure: IndexFailure,
 }
 
+/// Chunks on their way to the index, with the vectors made beside their
+/// chunking when every one of them has one.
+#[derive(Default)]
+struct Batch {
+    records: Vec<ChunkRecord>,
+    vectors: Vec<Vec<f32>>,
+}
+
+impl Batch {
+    fn push(&mut self, record: ChunkRecord, vector: Option<Vec<f32>>) {
+        match vector {
+            Some(v) if self.vectors.len() == self.records.len() => self.vectors.push(v),
+            // One without: the index embeds them all.
+            _ => self.vectors.clear(),
+        }
+        self.records.push(record);
+    }
+
+    fn len(&self) -> usize {
+        self.records.len()
+    }
+}
+
 impl Indexed {
-    fn add(&mut self, indexer: &dyn Indexer, batch: &[ChunkRecord]) {
-        match indexer.index(batch) {
+    fn add(&mut self, indexer: &dyn Indexer, batch: &Batch) {
+        let done = if batch.vectors.len() == batch.records.len() {
+            indexer.index_with(&batch.records, &batch.vectors)
+        } else {
+            indexer.index(&batch.records)
+        };
+        match done {
             Ok(()) => self.chunks += batch.len() as u32,
             Err(e) => {
                 let n = batch.len() as u32 + self.failure.as_ref().map_or(0, |f| f.0);
@@ -557,7 +608,7 @@ fn import_parsed<'i>(
             .unwrap_or_default(),
         joined: None,
     };
-    let mut pending: Vec<ChunkRecord> = Vec::new();
+    let mut pending = Batch::default();
     // Chunks whose header model failed: written with the built-in header,
     // queued for the real one.
     let mut backfill = crate::backfill::Queue::default();
@@ -692,7 +743,7 @@ fn import_parsed<'i>(
         // model take as long as everything else); in order, one at a time.
         let (index_tx, index_thread) = match svc.indexer {
             Some(indexer) => {
-                let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<ChunkRecord>>(2);
+                let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(2);
                 let thread = scope.spawn(move || {
                     let mut done = Indexed::default();
                     for batch in rx {
@@ -713,6 +764,7 @@ fn import_parsed<'i>(
             // it leave it: a second copy in the same file continues where the
             // first ends, as it would in the next import.
             let p = &*processor;
+            let indexer = svc.indexer;
             let file_name = item.file_name.as_str();
             let mut chunked_to: std::collections::HashMap<String, u32> =
                 std::collections::HashMap::new();
@@ -742,7 +794,7 @@ fn import_parsed<'i>(
                                 || p.prepare(&conv, file_name, mtime, seen, None),
                             ));
                             let prepared = match prepared {
-                                Ok(done) => done.map_err(|e| e.to_string()),
+                                Ok(done) => done.map(|p| embedded_here(p, indexer)).map_err(|e| e.to_string()),
                                 Err(_) => Err(format!(
                                     "chunking conversation `{}` failed unexpectedly (a bug in chatmill: please report it)",
                                     conv.id
@@ -776,7 +828,7 @@ fn import_parsed<'i>(
                             }
                             record.chunk_ids.push(w.chunk_id);
                             if let Some(tx) = &index_tx {
-                                pending.push(w.record);
+                                pending.push(w.record, w.vector);
                                 if pending.len() >= INDEX_BATCH {
                                     // The index thread only ends when this
                                     // sender is dropped, so the send cannot
@@ -799,7 +851,7 @@ fn import_parsed<'i>(
         }
         chunked
     });
-    if let Some(indexer) = svc.indexer.filter(|_| !pending.is_empty()) {
+    if let Some(indexer) = svc.indexer.filter(|_| pending.len() > 0) {
         let mut done = Indexed::default();
         done.add(indexer, &pending);
         done.merge_into(summary, index_failure);

@@ -62,6 +62,9 @@ pub struct Written {
     pub path: PathBuf,
     /// What the index gets for it.
     pub record: ChunkRecord,
+    /// Its embedding, when made beside its chunking
+    /// ([`chatmill_index::Indexer::embed_here`]).
+    pub vector: Option<Vec<f32>>,
     /// Its header is a stand-in, queued for backfill.
     pub header_pending: bool,
 }
@@ -113,6 +116,13 @@ pub struct Prepared {
     outcome: Outcome,
     /// The last chunk's topics and request, for the next header.
     pub previous: Option<Previous>,
+}
+
+impl Prepared {
+    /// The chunks written, to be committed.
+    pub fn written_mut(&mut self) -> &mut [Written] {
+        &mut self.outcome.written
+    }
 }
 
 /// Lowercase ASCII letters and digits joined by `-`, at most `max` chars.
@@ -476,6 +486,7 @@ impl<'a> Processor<'a> {
                 chunk_id: id,
                 path,
                 record: index,
+                vector: None,
                 header_pending: header.backfill,
             });
         }
