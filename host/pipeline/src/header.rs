@@ -453,9 +453,26 @@ impl<'a> Terms<'a> {
                 .chain(space)
                 .chain(second)
         };
-        ranked.sort_unstable_by(|x, y| y.1.total_cmp(&x.1).then_with(|| text(x.0).cmp(text(y.0))));
+        let order = |x: &([u32; 2], f64), y: &([u32; 2], f64)| {
+            y.1.total_cmp(&x.1).then_with(|| text(x.0).cmp(text(y.0)))
+        };
+        // Three are picked, rarely from past the first few: those are
+        // sorted first, the rest only if they are needed (a long reply's
+        // every word and phrase ranks here).
+        const FIRST: usize = 16;
+        let sorted = if ranked.len() > FIRST {
+            ranked.select_nth_unstable_by(FIRST - 1, order);
+            FIRST
+        } else {
+            ranked.len()
+        };
+        ranked[..sorted].sort_unstable_by(order);
         let mut out: Vec<[u32; 2]> = Vec::new();
-        for (term, _) in ranked {
+        for i in 0..ranked.len() {
+            if i == sorted {
+                ranked[sorted..].sort_unstable_by(order);
+            }
+            let term = ranked[i].0;
             let words = |t: [u32; 2]| t.into_iter().filter(|&w| w != ONE);
             if out
                 .iter()
@@ -1144,6 +1161,11 @@ mod tests {
         "--flag #tag .dotted. -dash- __init__ A.B Kelvin\u{212a}",
         "The nail polish remover and the polish remover; nail polish again",
         "Hey Gina! Yep, Melanie! Great Mel, so cool",
+        // More terms than are sorted first, and a word in all the phrases
+        // that lead: the three come from past the first sixteen.
+        "nginx alpha nginx beta nginx gamma nginx delta nginx epsilon nginx zeta nginx eta \
+         nginx theta nginx iota nginx kappa nginx lambda nginx mu nginx nu nginx xi nginx omicron",
+        "ant bee cat dog eel fox gnu hen ibis jay kite lynx mole newt owl puma quail rat seal toad",
     ];
 
     /// The first versions: `str::split` for words, one map with a string
