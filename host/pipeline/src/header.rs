@@ -114,28 +114,36 @@ congrats congratulations totally definitely absolutely super pretty quite gonna 
 re ve ll didn doesn isn wasn weren won wouldn couldn shouldn aren haven hasn hadn \
 none null nil true false self def";
 
-/// The stopwords, and the length of the longest: a longer word (most
-/// content words) is known not to be one without hashing it.
+/// The stopwords, and which first bytes each length of them starts with:
+/// a word whose length and first byte no stopword has (most content words)
+/// is known not to be one without hashing it.
 struct Stopwords {
     set: FxHashSet<&'static str>,
-    longest: usize,
+    /// Bit `b % 64` of `starts[len]`: a stopword of `len` bytes starts
+    /// with a byte `b`.
+    starts: Vec<u64>,
 }
 
 impl Stopwords {
     fn contains(&self, lower: &str) -> bool {
-        lower.len() <= self.longest && self.set.contains(lower)
+        let (Some(&first), Some(&starts)) =
+            (lower.as_bytes().first(), self.starts.get(lower.len()))
+        else {
+            return false;
+        };
+        starts & (1 << (first % 64)) != 0 && self.set.contains(lower)
     }
 }
 
 fn stopwords() -> &'static Stopwords {
     static SET: std::sync::OnceLock<Stopwords> = std::sync::OnceLock::new();
-    SET.get_or_init(|| Stopwords {
-        set: STOPWORDS.split_whitespace().collect(),
-        longest: STOPWORDS
-            .split_whitespace()
-            .map(str::len)
-            .max()
-            .unwrap_or(0),
+    SET.get_or_init(|| {
+        let set: FxHashSet<&'static str> = STOPWORDS.split_whitespace().collect();
+        let mut starts = vec![0u64; set.iter().map(|w| w.len()).max().unwrap_or(0) + 1];
+        for w in &set {
+            starts[w.len()] |= 1 << (w.as_bytes()[0] % 64);
+        }
+        Stopwords { set, starts }
     })
 }
 
@@ -993,6 +1001,28 @@ mod tests {
             "{}",
             h.context
         );
+    }
+
+    #[test]
+    fn the_stopword_check_is_the_sets() {
+        let stop = stopwords();
+        let words = STOPWORDS.split_whitespace().chain([
+            "",
+            "a",
+            "ab",
+            "about",
+            "abouts",
+            "x",
+            "nginx",
+            "sourdough",
+            "é",
+            "ü",
+            "don’t",
+            "\u{212a}",
+        ]);
+        for w in words.chain(TERM_TEXTS.iter().flat_map(|t| t.split(' '))) {
+            assert_eq!(stop.contains(w), stop.set.contains(w), "{w:?}");
+        }
     }
 
     #[test]
