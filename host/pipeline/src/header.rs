@@ -1053,14 +1053,11 @@ mod tests {
         };
         let mut input = HeaderInput {
             platform: "claude-code",
-            title: None,
-            date: None,
             user: "not true",
-            assistant: "",
             turn_range: "9",
             total_pairs: 15,
             previous: Some(&previous),
-            common: &[],
+            ..Default::default()
         };
         let h = ExtractiveWriter.write(&input).unwrap();
         assert_eq!(h.topics, previous.topics);
@@ -1073,29 +1070,19 @@ mod tests {
     fn code_is_not_quoted_as_what_was_said() {
         let mut input = HeaderInput {
             platform: "chatgpt",
-            title: Some("Monte Carlo"),
-            date: None,
             user: "```python\nimport numpy as np\nx = np.zeros(3)\n```\nWhy is the average distance always zero here?",
             assistant: "```python\n# Re-run the simulation\navg = []\n```\n\nThe distance is zero because every point starts at the origin.",
             turn_range: "1",
             total_pairs: 1,
-            previous: None,
-            common: &[],
+            ..Default::default()
         };
-        let h = ExtractiveWriter.write(&input).unwrap();
-        assert!(
-            h.context
-                .contains("The user asked: \"Why is the average distance always zero here?\""),
-            "{}",
-            h.context
-        );
-        assert!(
-            h.context.contains(
-                "The reply says \"The distance is zero because every point starts at the origin\""
-            ),
-            "{}",
-            h.context
-        );
+        let context = ExtractiveWriter.write(&input).unwrap().context;
+        for said in [
+            "The user asked: \"Why is the average distance always zero here?\"",
+            "The reply says \"The distance is zero because every point starts at the origin\"",
+        ] {
+            assert!(context.contains(said), "{context}");
+        }
         // A reply of code alone has no sentence to quote; an unclosed fence
         // runs to the end.
         input.assistant = "~~~html\n<div class=\"calc\"><input type=\"number\"></div>";
