@@ -175,6 +175,11 @@ fn ask(root: &Path, entry: &Entry, writer: &dyn HeaderWriter) -> Asked {
         total_pairs: 0,
         previous: None,
         common: &[],
+        independent: doc
+            .frontmatter
+            .extra
+            .get("pairs")
+            .is_some_and(|v| v == "independent"),
     }) {
         Ok(h) if !h.backfill => Asked::Header(h),
         _ => Asked::Again,

@@ -33,6 +33,9 @@ pub struct HeaderInput<'a> {
     /// call of a batch repeats): they name no exchange, so no topic uses
     /// them. Empty for a dialogue.
     pub common: &'a [String],
+    /// The conversation is separate calls (`pairs: independent`: a batch,
+    /// a call log), not one dialogue.
+    pub independent: bool,
 }
 
 /// What a header may say about the preceding exchange.
@@ -639,10 +642,22 @@ impl HeaderWriter for ExtractiveWriter {
             .date
             .map(|d| format!(" on {}", d.format("%B %-d, %Y")))
             .unwrap_or_default();
-        let place = if input.total_pairs > 1 {
-            format!(" (exchange {} of {})", input.turn_range, input.total_pairs)
-        } else {
-            String::new()
+        // Separate calls are requests of one file, not exchanges of one
+        // conversation.
+        let (what, place) = match (input.independent, input.total_pairs > 1) {
+            (false, true) => (
+                "conversation",
+                format!(" (exchange {} of {})", input.turn_range, input.total_pairs),
+            ),
+            (false, false) => ("conversation", String::new()),
+            (true, true) => (
+                "request",
+                format!(
+                    " ({} of {} separate requests in one file)",
+                    input.turn_range, input.total_pairs
+                ),
+            ),
+            (true, false) => ("request", String::new()),
         };
         // Where the exchange sits: the previous exchange's subject joins the
         // first sentence so that four sentences are never exceeded.
@@ -659,11 +674,11 @@ impl HeaderWriter for ExtractiveWriter {
             .unwrap_or_default();
         match input.title.map(str::trim).filter(|t| !t.is_empty()) {
             Some(t) => sentences.push(format!(
-                "From {} {platform} conversation titled \"{t}\"{date}{place}{follows}.",
+                "From {} {platform} {what} titled \"{t}\"{date}{place}{follows}.",
                 article(platform)
             )),
             None => sentences.push(format!(
-                "From {} {platform} conversation{date}{place}{follows}.",
+                "From {} {platform} {what}{date}{place}{follows}.",
                 article(platform)
             )),
         }
@@ -736,6 +751,7 @@ mod tests {
             total_pairs: 2,
             previous: Some(&prev),
             common: &[],
+            independent: false,
         };
         let h = ExtractiveWriter.write(&input).unwrap();
         assert!(h.context.starts_with("From a Claude Code conversation titled \"invoice-tool\" on March 2, 2025 (exchange 2 of 2),"), "{}", h.context);
@@ -790,6 +806,7 @@ mod tests {
             total_pairs: 4,
             previous: None,
             common,
+            independent: true,
         };
         let alone = ExtractiveWriter.write(&input(&[])).unwrap();
         assert!(
@@ -813,6 +830,15 @@ mod tests {
             batch.topics.iter().any(|t| t.contains("tricycle_1")),
             "{:?}",
             batch.topics
+        );
+        // A call of a batch is a request of a file, not an exchange of a
+        // conversation.
+        assert!(
+            batch
+                .context
+                .starts_with("From an API request (1 of 4 separate requests in one file)."),
+            "{}",
+            batch.context
         );
     }
 
@@ -866,6 +892,7 @@ mod tests {
             total_pairs: 9,
             previous: None,
             common: &[],
+            independent: false,
         };
         let h = ExtractiveWriter.write(&input).unwrap();
         assert!(h.context.contains("and brings in"), "{}", h.context);
@@ -985,6 +1012,7 @@ mod tests {
             total_pairs: 1,
             previous: None,
             common: &[],
+            independent: false,
         };
         let h = ExtractiveWriter.write(&input).unwrap();
         assert!(
@@ -1119,6 +1147,7 @@ mod tests {
                 total_pairs: 1,
                 previous: None,
                 common: &[],
+                independent: false,
             };
             let h = ExtractiveWriter.write(&input).unwrap();
             let want = format!("From {article} {} conversation", platform_name(platform));
@@ -1322,6 +1351,7 @@ struct OwnedInput {
     total_pairs: u32,
     previous: Option<Previous>,
     common: Vec<String>,
+    independent: bool,
 }
 
 impl HeaderWriter for Deadline {
@@ -1336,6 +1366,7 @@ impl HeaderWriter for Deadline {
             total_pairs: input.total_pairs,
             previous: input.previous.cloned(),
             common: input.common.to_vec(),
+            independent: input.independent,
         };
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         let inner = std::sync::Arc::clone(&self.inner);
@@ -1351,6 +1382,7 @@ impl HeaderWriter for Deadline {
                 total_pairs: o.total_pairs,
                 previous: o.previous.as_ref(),
                 common: &o.common,
+                independent: o.independent,
             });
             let _ = tx.send(result);
         });

@@ -220,11 +220,24 @@ impl LlmWriter {
         if let Some(t) = input.title {
             p.push_str(&format!("Conversation title: {t}\n"));
         }
-        p.push_str(&format!("Exchange: {}", input.turn_range));
-        if input.total_pairs > 1 {
-            p.push_str(&format!(" of {}", input.total_pairs));
+        if input.independent {
+            p.push_str(&format!(
+                "Request: {} of {} separate requests in one file (not a dialogue)",
+                input.turn_range, input.total_pairs
+            ));
+        } else {
+            p.push_str(&format!("Exchange: {}", input.turn_range));
+            if input.total_pairs > 1 {
+                p.push_str(&format!(" of {}", input.total_pairs));
+            }
         }
         p.push('\n');
+        if !input.common.is_empty() {
+            p.push_str(&format!(
+                "Words most requests of the file share (not topics of this one): {}\n",
+                input.common.join(", ")
+            ));
+        }
         if let Some(prev) = input.previous {
             p.push_str(&format!(
                 "The previous exchange was about: {} (the user asked: {})\n",
@@ -440,6 +453,7 @@ mod tests {
             total_pairs: 1,
             previous: None,
             common: &[],
+            independent: false,
         }
     }
 
@@ -453,6 +467,29 @@ mod tests {
             retries: 2,
             deadline_ms: 1_500,
         }
+    }
+
+    #[test]
+    fn the_prompt_says_a_batch_call_is_one_of_separate_requests() {
+        let dialogue = LlmWriter::prompt(&input());
+        assert!(dialogue.contains("Exchange: 1\n"), "{dialogue}");
+        let common = ["scene".to_string(), "dictionary".to_string()];
+        let call = LlmWriter::prompt(&HeaderInput {
+            turn_range: "3",
+            total_pairs: 65,
+            common: &common,
+            independent: true,
+            ..input()
+        });
+        assert!(
+            call.contains("Request: 3 of 65 separate requests in one file (not a dialogue)\n"),
+            "{call}"
+        );
+        assert!(
+            call.contains("not topics of this one): scene, dictionary\n"),
+            "{call}"
+        );
+        assert!(!call.contains("Exchange:"), "{call}");
     }
 
     #[test]

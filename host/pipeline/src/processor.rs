@@ -430,6 +430,7 @@ impl<'a> Processor<'a> {
                     total_pairs,
                     previous: previous.as_ref().filter(|_| !independent),
                     common: &common,
+                    independent,
                 })
                 .map_err(|source| ProcessError::Header {
                     chunk_id: id.clone(),

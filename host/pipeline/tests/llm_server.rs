@@ -36,6 +36,7 @@ fn a_real_openai_compatible_server_answers_through_the_writer() {
         total_pairs: 1,
         previous: None,
         common: &[],
+        independent: false,
     };
     let h = w
         .write(&input)
