@@ -122,3 +122,97 @@ fn an_import_killed_at_arbitrary_points_converges_to_the_uninterrupted_result() 
     assert_eq!(v.code, 0, "{v:?}");
     assert_eq!(v.json()["chunk_files"], want_chunks.len());
 }
+
+/// Results that arrive after their requests replace the unanswered chunks
+/// (out of the index, the files and the manifest, then written again with
+/// their answers); an import killed anywhere in that converges to the
+/// uninterrupted result too.
+#[test]
+fn late_batch_results_killed_midway_converge_to_the_uninterrupted_result() {
+    let env = Env::new();
+    // The corpus batch, its 65 requests and results repeated 20 times
+    // under other ids: a replacement long enough to be killed inside.
+    let lines = |side: &str| -> String {
+        let text = std::fs::read_to_string(corpus(&format!(
+            "api-log/genai_navirag-openai-batch_{side}.jsonl"
+        )))
+        .unwrap();
+        let mut out = String::new();
+        for k in 0..20 {
+            for line in text.lines().filter(|l| !l.trim().is_empty()) {
+                let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
+                let id = format!("{}-{k}", v["custom_id"].as_str().unwrap());
+                v["custom_id"] = serde_json::Value::String(id);
+                out.push_str(&serde_json::to_string(&v).unwrap());
+                out.push('\n');
+            }
+        }
+        out
+    };
+    let (requests, results) = (lines("input"), lines("output"));
+    // Requests first, alone, in both roots: unanswered chunks. Then their
+    // results, next to them.
+    let raw = env.path("raw");
+    std::fs::create_dir_all(&raw).unwrap();
+    std::fs::write(raw.join("scenes_input.jsonl"), &requests).unwrap();
+    let raw_s = raw.to_str().unwrap();
+    let (reference, killed) = (env.path("reference"), env.path("killed"));
+    for root in [&reference, &killed] {
+        let run = env.run(&["--root", root.to_str().unwrap(), "import", raw_s, "--json"]);
+        assert_eq!(run.code, 0, "{run:?}");
+    }
+    std::fs::write(raw.join("scenes_output.jsonl"), &results).unwrap();
+
+    let started = Instant::now();
+    let run = env.run(&[
+        "--root",
+        reference.to_str().unwrap(),
+        "import",
+        raw_s,
+        "--json",
+    ]);
+    let full = started.elapsed();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.json()["chunks_written"], 1300, "{run:?}");
+
+    let root_s = killed.to_str().unwrap();
+    let mut kills = 0;
+    for step in 1..=9u32 {
+        let delay = full.mul_f64(f64::from(step) / 10.0);
+        let mut child = env
+            .cmd()
+            .args(["--root", root_s, "import", raw_s, "--json"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(delay.max(Duration::from_millis(20)));
+        if child.try_wait().unwrap().is_none() {
+            child.kill().unwrap();
+            kills += 1;
+        }
+        child.wait().unwrap();
+    }
+    assert!(
+        kills >= 3,
+        "the import was killed mid-run only {kills} times"
+    );
+
+    let last = env.run(&["--root", root_s, "import", raw_s, "--json"]);
+    assert_eq!(last.code, 0, "{last:?}");
+    let (want_chunks, want_other) = snapshot(&reference);
+    let (got_chunks, got_other) = snapshot(&killed);
+    assert_eq!(got_other, want_other, "no temp files or other leftovers");
+    assert_eq!(
+        got_chunks.keys().collect::<Vec<_>>(),
+        want_chunks.keys().collect::<Vec<_>>(),
+        "the same chunk files"
+    );
+    for (name, bytes) in &want_chunks {
+        assert!(got_chunks[name] == *bytes, "{name} differs");
+    }
+    assert_eq!(manifest(&killed), manifest(&reference));
+    let v = env.run(&["--root", root_s, "verify", "--json"]);
+    assert_eq!(v.code, 0, "{v:?}");
+    assert_eq!(v.json()["index_chunks"], 1300, "{v:?}");
+}
