@@ -140,7 +140,12 @@ impl ChunkDoc {
     pub fn to_markdown(&self) -> Result<String, ChunkError> {
         let yaml = serde_saphyr::to_string(&self.frontmatter)
             .map_err(|e| ChunkError::Serialize(e.to_string()))?;
-        let mut out = String::with_capacity(yaml.len() + 256);
+        let body: usize = self
+            .exchanges
+            .iter()
+            .map(|e| e.user.len() + e.assistant.len() + 40)
+            .sum();
+        let mut out = String::with_capacity(yaml.len() + self.context.len() + body + 64);
         out.push_str("---\n");
         out.push_str(&yaml);
         if !yaml.ends_with('\n') {
