@@ -35,6 +35,69 @@ fn manifest(root: &Path) -> serde_json::Value {
     m
 }
 
+/// `chatmill import RAW` on `root`, run to the end: its output and time.
+fn timed_import(env: &Env, root: &Path, raw: &str) -> (Run, Duration) {
+    let started = Instant::now();
+    let run = env.run(&["--root", root.to_str().unwrap(), "import", raw, "--json"]);
+    let took = started.elapsed();
+    assert_eq!(run.code, 0, "{run:?}");
+    (run, took)
+}
+
+/// Runs `chatmill import RAW` on `root` nine times, each SIGKILLed at a
+/// point spread over `full` (an uninterrupted run's time), from "barely
+/// started" to "nearly done" — deterministic, so a failure reproduces —
+/// then once to the end.
+fn kill_repeatedly_then_finish(env: &Env, root: &Path, raw: &str, full: Duration) {
+    let root_s = root.to_str().unwrap();
+    let mut kills = 0;
+    for step in 1..=9u32 {
+        let delay = full.mul_f64(f64::from(step) / 10.0);
+        let mut child = env
+            .cmd()
+            .args(["--root", root_s, "import", raw, "--json"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(delay.max(Duration::from_millis(20)));
+        if child.try_wait().unwrap().is_none() {
+            child.kill().unwrap(); // SIGKILL on Unix
+            kills += 1;
+        }
+        child.wait().unwrap();
+    }
+    assert!(
+        kills >= 3,
+        "the import was killed mid-run only {kills} times"
+    );
+    let last = env.run(&["--root", root_s, "import", raw, "--json"]);
+    assert_eq!(last.code, 0, "{last:?}");
+}
+
+/// `killed` holds exactly what `reference` holds: the same chunk files,
+/// byte for byte, no temp files or other leftovers, the same manifest; and
+/// it verifies clean. Returns `verify`'s report.
+fn assert_converged(env: &Env, reference: &Path, killed: &Path) -> serde_json::Value {
+    let (want_chunks, want_other) = snapshot(reference);
+    let (got_chunks, got_other) = snapshot(killed);
+    assert_eq!(got_other, want_other, "no temp files or other leftovers");
+    assert_eq!(
+        got_chunks.keys().collect::<Vec<_>>(),
+        want_chunks.keys().collect::<Vec<_>>(),
+        "the same chunk files"
+    );
+    for (name, bytes) in &want_chunks {
+        assert!(got_chunks[name] == *bytes, "{name} differs");
+    }
+    assert_eq!(manifest(killed), manifest(reference));
+    let v = env.run(&["--root", killed.to_str().unwrap(), "verify", "--json"]);
+    assert_eq!(v.code, 0, "{v:?}");
+    let report = v.json();
+    assert_eq!(report["chunk_files"], want_chunks.len());
+    report
+}
+
 #[test]
 fn an_import_killed_at_arbitrary_points_converges_to_the_uninterrupted_result() {
     let env = Env::new();
@@ -63,64 +126,13 @@ fn an_import_killed_at_arbitrary_points_converges_to_the_uninterrupted_result() 
     let raw_s = raw.to_str().unwrap();
 
     let reference = env.path("reference");
-    let started = Instant::now();
-    let run = env.run(&[
-        "--root",
-        reference.to_str().unwrap(),
-        "import",
-        raw_s,
-        "--json",
-    ]);
-    let full = started.elapsed();
-    assert_eq!(run.code, 0, "{run:?}");
+    let (run, full) = timed_import(&env, &reference, raw_s);
     let written = run.json()["chunks_written"].as_u64().unwrap();
     assert!(written > 1000, "{run:?}");
 
     let killed = env.path("killed");
-    let root_s = killed.to_str().unwrap();
-    // Kill points spread over the run, from "barely started" to "nearly
-    // done"; deterministic, so a failure reproduces.
-    let mut kills = 0;
-    for step in 1..=9u32 {
-        let delay = full.mul_f64(f64::from(step) / 10.0);
-        let mut child = env
-            .cmd()
-            .args(["--root", root_s, "import", raw_s, "--json"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(delay.max(Duration::from_millis(20)));
-        if child.try_wait().unwrap().is_none() {
-            child.kill().unwrap(); // SIGKILL on Unix
-            kills += 1;
-        }
-        child.wait().unwrap();
-    }
-    assert!(
-        kills >= 3,
-        "the import was killed mid-run only {kills} times"
-    );
-
-    let last = env.run(&["--root", root_s, "import", raw_s, "--json"]);
-    assert_eq!(last.code, 0, "{last:?}");
-    let (want_chunks, want_other) = snapshot(&reference);
-    let (got_chunks, got_other) = snapshot(&killed);
-    assert_eq!(got_other, want_other, "no temp files or other leftovers");
-    assert_eq!(
-        got_chunks.keys().collect::<Vec<_>>(),
-        want_chunks.keys().collect::<Vec<_>>(),
-        "the same chunk files"
-    );
-    for (name, bytes) in &want_chunks {
-        assert!(got_chunks[name] == *bytes, "{name} differs");
-    }
-    assert_eq!(manifest(&killed), manifest(&reference));
-
-    // And the result verifies clean.
-    let v = env.run(&["--root", root_s, "verify", "--json"]);
-    assert_eq!(v.code, 0, "{v:?}");
-    assert_eq!(v.json()["chunk_files"], want_chunks.len());
+    kill_repeatedly_then_finish(&env, &killed, raw_s, full);
+    assert_converged(&env, &reference, &killed);
 }
 
 /// Results that arrive after their requests replace the unanswered chunks
@@ -163,56 +175,10 @@ fn late_batch_results_killed_midway_converge_to_the_uninterrupted_result() {
     }
     std::fs::write(raw.join("scenes_output.jsonl"), &results).unwrap();
 
-    let started = Instant::now();
-    let run = env.run(&[
-        "--root",
-        reference.to_str().unwrap(),
-        "import",
-        raw_s,
-        "--json",
-    ]);
-    let full = started.elapsed();
-    assert_eq!(run.code, 0, "{run:?}");
+    let (run, full) = timed_import(&env, &reference, raw_s);
     assert_eq!(run.json()["chunks_written"], 1300, "{run:?}");
 
-    let root_s = killed.to_str().unwrap();
-    let mut kills = 0;
-    for step in 1..=9u32 {
-        let delay = full.mul_f64(f64::from(step) / 10.0);
-        let mut child = env
-            .cmd()
-            .args(["--root", root_s, "import", raw_s, "--json"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(delay.max(Duration::from_millis(20)));
-        if child.try_wait().unwrap().is_none() {
-            child.kill().unwrap();
-            kills += 1;
-        }
-        child.wait().unwrap();
-    }
-    assert!(
-        kills >= 3,
-        "the import was killed mid-run only {kills} times"
-    );
-
-    let last = env.run(&["--root", root_s, "import", raw_s, "--json"]);
-    assert_eq!(last.code, 0, "{last:?}");
-    let (want_chunks, want_other) = snapshot(&reference);
-    let (got_chunks, got_other) = snapshot(&killed);
-    assert_eq!(got_other, want_other, "no temp files or other leftovers");
-    assert_eq!(
-        got_chunks.keys().collect::<Vec<_>>(),
-        want_chunks.keys().collect::<Vec<_>>(),
-        "the same chunk files"
-    );
-    for (name, bytes) in &want_chunks {
-        assert!(got_chunks[name] == *bytes, "{name} differs");
-    }
-    assert_eq!(manifest(&killed), manifest(&reference));
-    let v = env.run(&["--root", root_s, "verify", "--json"]);
-    assert_eq!(v.code, 0, "{v:?}");
-    assert_eq!(v.json()["index_chunks"], 1300, "{v:?}");
+    kill_repeatedly_then_finish(&env, &killed, raw_s, full);
+    let report = assert_converged(&env, &reference, &killed);
+    assert_eq!(report["index_chunks"], 1300, "{report:#}");
 }
