@@ -708,12 +708,8 @@ fn import_parsed<'i>(
     // (two stages, two cores); a bounded channel keeps memory to a few
     // conversations.
     let result = std::thread::scope(|scope| -> Result<(), String> {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Result<chatmill_model::Conversation, String>>(
-            std::env::var("XP_CH")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(4),
-        );
+        let (tx, rx) =
+            std::sync::mpsc::sync_channel::<Result<chatmill_model::Conversation, String>>(4);
         let input = &input;
         scope.spawn(move || {
             let mut stream = match svc.runtime.parse(adapter, input) {
