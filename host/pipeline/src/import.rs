@@ -762,7 +762,7 @@ fn import_parsed<'i>(
             let p = &*processor;
             let indexer = svc.indexer;
             let file_name = item.file_name.as_str();
-            let mut chunked_to: std::collections::HashMap<String, u32> =
+            let mut chunked: std::collections::HashMap<String, u32> =
                 std::collections::HashMap::new();
             rayon::in_place_scope(|scope| -> Result<(), String> {
                 type Done = (usize, u32, Result<Prepared, String>);
@@ -778,19 +778,24 @@ fn import_parsed<'i>(
                         };
                         let conv = conv?;
                         let key = crate::manifest::conversation_key(&conv.platform, &conv.id);
-                        let seen = chunked_to
+                        let seen = chunked
                             .get(&key)
                             .copied()
                             .unwrap_or_else(|| crate::processor::chunked_to(manifest, &conv));
-                        chunked_to.insert(key, crate::processor::chunked_after(&conv, seen));
+                        chunked.insert(key, crate::processor::chunked_after(&conv, seen));
                         in_flight += conv.pairs.len().max(1);
                         let (seq, tx) = (sent, done_tx.clone());
                         scope.spawn(move |_| {
+                            // Whatever happens in it, the task answers: the
+                            // commit loop waits for every conversation.
                             let prepared = std::panic::catch_unwind(std::panic::AssertUnwindSafe(
-                                || p.prepare(&conv, file_name, mtime, seen, None),
+                                || {
+                                    p.prepare(&conv, file_name, mtime, seen, None)
+                                        .map(|p| embedded_here(p, indexer))
+                                },
                             ));
                             let prepared = match prepared {
-                                Ok(done) => done.map(|p| embedded_here(p, indexer)).map_err(|e| e.to_string()),
+                                Ok(done) => done.map_err(|e| e.to_string()),
                                 Err(_) => Err(format!(
                                     "chunking conversation `{}` failed unexpectedly (a bug in chatmill: please report it)",
                                     conv.id
@@ -847,7 +852,7 @@ fn import_parsed<'i>(
         }
         chunked
     });
-    if let Some(indexer) = svc.indexer.filter(|_| pending.len() > 0) {
+    if let Some(indexer) = svc.indexer.filter(|_| !pending.records.is_empty()) {
         let mut done = Indexed::default();
         done.add(indexer, &pending);
         done.merge_into(summary, index_failure);
