@@ -266,15 +266,15 @@ fn is_section_heading(line: &str) -> bool {
 fn sections(answer: &str, min_words: usize) -> Vec<String> {
     let mut parts: Vec<String> = Vec::new();
     let mut current = String::new();
-    let mut fence: Option<String> = None;
+    let mut fence: Option<&str> = None;
     for line in answer.split_inclusive('\n') {
         let t = line.trim_start();
-        if let Some(f) = &fence {
-            if t.starts_with(f.as_str()) {
+        if let Some(f) = fence {
+            if t.starts_with(f) {
                 fence = None;
             }
-        } else if t.starts_with("```") || t.starts_with("~~~") {
-            fence = Some(t.chars().take_while(|c| *c == '`' || *c == '~').collect());
+        } else if let Some(f) = crate::render::fence_opened(t) {
+            fence = Some(f);
         } else if is_section_heading(line) && !current.trim().is_empty() {
             parts.push(std::mem::take(&mut current));
         }

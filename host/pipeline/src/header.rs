@@ -577,11 +577,10 @@ fn without_code(text: &str) -> Cow<'_, str> {
                     fence = None;
                 }
             }
-            None if t.starts_with("```") || t.starts_with("~~~") => {
-                let width = t.bytes().take_while(|b| *b == t.as_bytes()[0]).count();
-                fence = Some(&t[..width]);
-            }
-            None => kept.push_str(line),
+            None => match crate::render::fence_opened(t) {
+                Some(f) => fence = Some(f),
+                None => kept.push_str(line),
+            },
         }
     }
     Cow::Owned(kept)

@@ -360,6 +360,9 @@ impl<'a> Processor<'a> {
         // the export holds it, so the first new chunk's header says what it
         // follows, as it would have in one import of the whole.
         let mut previous = previous.or_else(|| {
+            if independent {
+                return None;
+            }
             let before = conv.pairs.iter().rfind(|p| p.index <= seen)?;
             let request = plain_text(&before.user);
             Some(Previous {

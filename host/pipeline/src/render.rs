@@ -12,6 +12,19 @@ pub struct RenderOptions {
     pub thinking: bool,
 }
 
+/// The fence a line opens (leading whitespace trimmed): its run of
+/// backticks and tildes when it starts with three of either. The block
+/// ends at a line that starts with the same run.
+pub(crate) fn fence_opened(line: &str) -> Option<&str> {
+    if !(line.starts_with("```") || line.starts_with("~~~")) {
+        return None;
+    }
+    let end = line
+        .find(|c: char| c != '`' && c != '~')
+        .unwrap_or(line.len());
+    Some(&line[..end])
+}
+
 /// A fence of backticks longer than any run inside `code`.
 fn fence_for(code: &str) -> String {
     let mut longest = 0;
@@ -172,6 +185,15 @@ mod tests {
             with.starts_with("> *Thinking:*\n> let me think\n\nLet me look."),
             "{with}"
         );
+    }
+
+    #[test]
+    fn a_fence_is_three_backticks_or_tildes_and_their_whole_run() {
+        assert_eq!(fence_opened("```rust"), Some("```"));
+        assert_eq!(fence_opened("````md"), Some("````"));
+        assert_eq!(fence_opened("~~~"), Some("~~~"));
+        assert_eq!(fence_opened("``not"), None);
+        assert_eq!(fence_opened("text ```"), None);
     }
 
     #[test]
