@@ -131,13 +131,11 @@ fn the_local_model_finds_paraphrases() {
     assert_eq!(found.code, 0, "{found:?}");
     let v = found.json();
     let hit = &v["hits"][0];
-    assert!(
-        hit["document"]
-            .as_str()
-            .unwrap()
-            .contains("nail polish remover"),
-        "{v:#}"
-    );
+    let document = hit["document"].as_str().unwrap();
+    assert!(document.contains("nail polish remover"), "{v:#}");
+    // The frontmatter is in `meta`, not repeated in the document.
+    assert!(!document.contains("chunk_id:"), "{document}");
+    assert!(document.contains("## Exchange"), "{document}");
     assert!(v.get("warnings").is_none(), "no stand-in warning: {v:#}");
     assert!(root.join(".chatmill/embeddings.sqlite3").is_file());
 

@@ -167,15 +167,22 @@ impl ChunkDoc {
     /// Only the frontmatter of a chunk file (what `verify` and re-indexing
     /// read first).
     pub fn parse_frontmatter(text: &str) -> Result<(Frontmatter, &str), ChunkError> {
+        let (yaml, body) = Self::split(text)?;
+        let fm: Frontmatter =
+            serde_saphyr::from_str(yaml).map_err(|e| ChunkError::Yaml(e.to_string()))?;
+        Ok((fm, body))
+    }
+
+    /// A chunk file's text as its frontmatter's YAML (with its last
+    /// newline) and what follows the closing `---` line, unparsed.
+    pub fn split(text: &str) -> Result<(&str, &str), ChunkError> {
         let rest = text
             .strip_prefix("---\n")
             .ok_or(ChunkError::NoFrontmatter)?;
         let end = rest
             .find("\n---\n")
             .ok_or(ChunkError::UnclosedFrontmatter)?;
-        let fm: Frontmatter = serde_saphyr::from_str(&rest[..end + 1])
-            .map_err(|e| ChunkError::Yaml(e.to_string()))?;
-        Ok((fm, &rest[end + 5..]))
+        Ok((&rest[..end + 1], &rest[end + 5..]))
     }
 
     /// Parses a chunk file written by [`ChunkDoc::to_markdown`].

@@ -1,12 +1,12 @@
 //! What the index gets from a chunk: the embedding text (the contextual
 //! header and the user's prompts — never the assistant's reply, which would
-//! dilute the embedding), the full chunk text as the document, and the
+//! dilute the embedding), the document (see [`document`]), and the
 //! frontmatter as metadata.
 
 use chatmill_index::{ChunkMeta, ChunkRecord};
 use chrono::DateTime;
 
-use crate::chunk::ChunkDoc;
+use crate::chunk::{ChunkDoc, Frontmatter};
 
 /// The text that is embedded for a chunk.
 pub fn embed_text(doc: &ChunkDoc) -> String {
@@ -18,6 +18,36 @@ pub fn embed_text(doc: &ChunkDoc) -> String {
     out
 }
 
+/// What a chunk is indexed (and found) as: its title and topics, then the
+/// sections after its frontmatter (`## Context`, `## Exchange`) as the file
+/// has them.
+///
+/// The rest of the frontmatter is left out: the metadata carries it, and its
+/// keys and ids, ~45 words every chunk shares (`source_platform`,
+/// `external`, a chunk id), were keyword-index noise that made every
+/// document longer to tokenize and to rank. The title and topics stay
+/// because a header written by a model need not repeat them.
+pub fn document(fm: &Frontmatter, text: &str) -> String {
+    let body = ChunkDoc::split(text).map_or(text, |(_, body)| body.trim_start_matches('\n'));
+    let title = fm.conversation_title.as_deref().map_or("", str::trim);
+    let mut out = String::with_capacity(title.len() + body.len() + 64);
+    if !title.is_empty() {
+        out.push_str("# ");
+        out.push_str(title);
+        out.push('\n');
+    }
+    if !fm.topics.is_empty() {
+        out.push_str("Topics: ");
+        out.push_str(&fm.topics.join(", "));
+        out.push('\n');
+    }
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    out.push_str(body);
+    out
+}
+
 /// The index record for a chunk whose file text is `text`, stored at `path`
 /// (relative to the root).
 pub fn index_record(doc: &ChunkDoc, text: &str, path: &str) -> ChunkRecord {
@@ -26,7 +56,7 @@ pub fn index_record(doc: &ChunkDoc, text: &str, path: &str) -> ChunkRecord {
     ChunkRecord {
         chunk_id: fm.chunk_id.clone(),
         embed_text: embed_text(doc),
-        document: text.to_string(),
+        document: document(fm, text),
         meta: ChunkMeta {
             timestamp,
             platform: fm.source_platform.clone(),
@@ -45,7 +75,7 @@ pub fn index_record(doc: &ChunkDoc, text: &str, path: &str) -> ChunkRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chunk::{Exchange, Frontmatter};
+    use crate::chunk::Exchange;
 
     #[test]
     fn the_assistant_reply_is_never_embedded() {
@@ -69,11 +99,28 @@ mod tests {
                 assistant: "SECRET-ANSWER it is hungry".into(),
             }],
         };
-        let r = index_record(&doc, "full text", "chatgpt-abc-001-2024-05-01.md");
+        let text = doc.to_markdown().unwrap();
+        let r = index_record(&doc, &text, "chatgpt-abc-001-2024-05-01.md");
         assert!(r.embed_text.contains("acetone"));
         assert!(r.embed_text.contains("starter smells"));
         assert!(!r.embed_text.contains("SECRET-ANSWER"));
         assert_eq!(r.meta.timestamp, 1_714_557_600);
-        assert_eq!(r.document, "full text");
+        // The document: title and topics, then the file after its
+        // frontmatter, reply included; none of the frontmatter's keys.
+        assert!(
+            r.document
+                .starts_with("# Sourdough\nTopics: sourdough\n\n## Context\n\nThe user asks"),
+            "{}",
+            r.document
+        );
+        assert!(text.ends_with(r.document.split_once("\n\n").unwrap().1));
+        assert!(r.document.contains("SECRET-ANSWER"));
+        assert!(!r.document.contains("source_platform"));
+        assert!(!r.document.contains(&doc.frontmatter.chunk_id));
+        // No title, no topics, no frontmatter: the text as it is.
+        let mut bare = doc.frontmatter.clone();
+        bare.conversation_title = None;
+        bare.topics.clear();
+        assert_eq!(document(&bare, "no frontmatter"), "no frontmatter");
     }
 }
