@@ -65,6 +65,27 @@ impl Lexical {
         // slices of it (no allocation per trigram; the same features as
         // hashing each trigram's string). An ASCII word's chars are its
         // bytes; another's start where `starts` says.
+        if lower.is_ascii() {
+            // The same words as the split on chars below, found by a byte
+            // scan (an ASCII char is alphanumeric as its byte is).
+            let mut bytes = Vec::new();
+            for word in lower
+                .as_bytes()
+                .split(|b| !b.is_ascii_alphanumeric())
+                .filter(|w| !w.is_empty())
+            {
+                self.add(&mut v, word, 1.0);
+                bytes.clear();
+                bytes.push(b' ');
+                bytes.extend_from_slice(word);
+                bytes.push(b' ');
+                for tri in bytes.windows(3) {
+                    self.add(&mut v, tri, 0.3);
+                }
+            }
+            normalize(&mut v);
+            return v;
+        }
         let mut padded = String::new();
         let mut starts: Vec<usize> = Vec::new();
         for word in lower
@@ -89,11 +110,15 @@ impl Lexical {
                 self.add(&mut v, &padded.as_bytes()[w[0]..w[3]], 0.3);
             }
         }
-        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-        if norm > 0.0 {
-            v.iter_mut().for_each(|x| *x /= norm);
-        }
+        normalize(&mut v);
         v
+    }
+}
+
+fn normalize(v: &mut [f32]) {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        v.iter_mut().for_each(|x| *x /= norm);
     }
 }
 
@@ -157,6 +182,7 @@ mod tests {
             "",
             "a",
             "nginx returns 504 on long uploads",
+            "Why does NGINX time out (504)?\tsnake_case, C++ & x-y\n\n\"quoted\" -- A1b2",
             "Größe, naïve café — 東京タワー and emoji 🙂 x",
             "ǅ İstanbul ΣΑΣ ß",
         ] {

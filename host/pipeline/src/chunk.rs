@@ -92,7 +92,18 @@ pub fn chunk_id(
     } else {
         format!("{first:03}-{last:03}")
     };
-    format!("{platform}-{conv}-{turns}-{}", date.format("%Y-%m-%d"))
+    format!("{platform}-{conv}-{turns}-{}", ymd(date))
+}
+
+/// `date` as `%Y-%m-%d` (chrono's `format` reads its pattern anew on
+/// every call: a measurable share of making a chunk id).
+fn ymd(date: DateTime<Utc>) -> String {
+    use chrono::Datelike;
+    if (0..=9999).contains(&date.year()) {
+        format!("{:04}-{:02}-{:02}", date.year(), date.month(), date.day())
+    } else {
+        date.format("%Y-%m-%d").to_string()
+    }
 }
 
 /// Lines of exchange text that would be read as structure get one more
@@ -224,6 +235,21 @@ impl ChunkDoc {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dates_are_written_as_chronos_pattern_writes_them() {
+        for t in [
+            0,
+            1_714_557_600,
+            -62_135_596_800,
+            253_402_300_799,
+            253_402_300_800,
+            -62_135_596_801,
+        ] {
+            let d = DateTime::from_timestamp(t, 0).unwrap();
+            assert_eq!(ymd(d), d.format("%Y-%m-%d").to_string(), "{t}");
+        }
+    }
 
     fn doc(title: &str, user: &str, assistant: &str) -> ChunkDoc {
         let date = DateTime::parse_from_rfc3339("2024-05-01T10:00:00Z")

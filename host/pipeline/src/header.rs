@@ -613,6 +613,36 @@ fn prose(text: &str) -> Cow<'_, str> {
     }
 }
 
+/// `date` as `%B %-d, %Y` ("May 1, 2024"), without chrono reading that
+/// pattern anew for every header.
+fn long_date(date: DateTime<Utc>) -> String {
+    use chrono::Datelike;
+    const MONTHS: [&str; 12] = [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ];
+    if (0..=9999).contains(&date.year()) {
+        format!(
+            "{} {}, {:04}",
+            MONTHS[date.month0() as usize],
+            date.day(),
+            date.year()
+        )
+    } else {
+        date.format("%B %-d, %Y").to_string()
+    }
+}
+
 fn join_topics(t: &[String]) -> String {
     match t {
         [] => String::new(),
@@ -639,7 +669,7 @@ impl HeaderWriter for ExtractiveWriter {
         let platform = platform_name(input.platform);
         let date = input
             .date
-            .map(|d| format!(" on {}", d.format("%B %-d, %Y")))
+            .map(|d| format!(" on {}", long_date(d)))
             .unwrap_or_default();
         // Separate calls are requests of one file, not exchanges of one
         // conversation.
@@ -1318,6 +1348,29 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn dates_are_written_as_chronos_pattern_writes_them() {
+        for t in [
+            0,
+            1_714_557_600,
+            1_709_251_199,
+            -62_135_596_800,
+            253_402_300_800,
+        ] {
+            let d = DateTime::from_timestamp(t, 0).unwrap();
+            assert_eq!(long_date(d), d.format("%B %-d, %Y").to_string(), "{t}");
+        }
+        // Every month's name.
+        for m in 1..=12 {
+            let d = chrono::NaiveDate::from_ymd_opt(2024, m, 9)
+                .unwrap()
+                .and_hms_opt(0, 0, 0)
+                .unwrap()
+                .and_utc();
+            assert_eq!(long_date(d), d.format("%B %-d, %Y").to_string());
         }
     }
 
