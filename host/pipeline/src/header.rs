@@ -117,6 +117,27 @@ congrats congratulations totally definitely absolutely super pretty quite gonna 
 re ve ll didn doesn isn wasn weren won wouldn couldn shouldn aren haven hasn hadn \
 none null nil true false self def";
 
+/// Function words of the other languages chats are most often held in
+/// (French, Spanish, German, Italian, Portuguese): "brings in je, que and
+/// vous" names nothing. Words that are also English names of things are
+/// left out (`son`, `die`, `car`, `con`, `sin`, `war`, `bin`, `hat`, `dir`,
+/// `ai`, `par`, `sans`, `man`, `red`).
+const FOREIGN_STOPWORDS: &str = "je tu il elle nous vous ils elles le la les un une des du de et que qui quoi \
+est sont pas ne ce cette ces cet mon ma mes ton tes ses notre nos votre vos leur leurs mais ou où donc pour \
+dans sur avec sous chez au aux être avoir fait faire peux peut veux avez avons suis sommes êtes était \
+aussi comme très bien tout tous toute toutes oui non merci bonjour salut voici voilà en qu \
+aujourd hui puis-je est-ce \
+el los las una unos unas del por para como pero es está están este esta esto estos estas yo tú usted \
+ustedes él ella ellos nosotros mi mis su sus muy más también hay ser estar tiene tengo puedo puede quiero \
+hola gracias sí lo se al cómo qué \
+der das und ist nicht ich sie wir ihr ein eine einen einem einer mit für auf den dem zu von im oder aber \
+wenn auch noch nur wie kann können habe haben wird werden sind bitte danke hallo ja nein zum zur vom beim \
+dass sich mich mir uns euch sein seine ihre dieser diese dieses gibt wo \
+gli uno di che chi è sono sei ho hai ha abbiamo questo questa quello quella anche molto grazie ciao sì più \
+della dei delle nel nella alla tra fra \
+os um uma uns umas do da dos das na nas em mas são estão eu você vocês ele eles meu minha seu sua \
+muito obrigado obrigada olá sim não isso isto esse essa aquilo";
+
 /// The stopwords, and which first bytes each length of them starts with:
 /// a word whose length and first byte no stopword has (most content words)
 /// is known not to be one without hashing it.
@@ -141,7 +162,10 @@ impl Stopwords {
 fn stopwords() -> &'static Stopwords {
     static SET: std::sync::OnceLock<Stopwords> = std::sync::OnceLock::new();
     SET.get_or_init(|| {
-        let set: FxHashSet<&'static str> = STOPWORDS.split_whitespace().collect();
+        let set: FxHashSet<&'static str> = STOPWORDS
+            .split_whitespace()
+            .chain(FOREIGN_STOPWORDS.split_whitespace())
+            .collect();
         let mut starts = vec![0u64; set.iter().map(|w| w.len()).max().unwrap_or(0) + 1];
         for w in &set {
             starts[w.len()] |= 1 << (w.as_bytes()[0] % 64);
@@ -168,8 +192,13 @@ fn is_separator(c: char) -> bool {
         ASCII_SEPARATORS[c as usize]
     } else {
         // Typographic quotes and apostrophes split as their ASCII forms do
-        // ("they’re" is "they" and a contraction's tail, both stopwords).
-        c.is_whitespace() || matches!(c, '\u{2018}' | '\u{2019}' | '\u{201C}' | '\u{201D}')
+        // ("they’re" is "they" and a contraction's tail, both stopwords), and
+        // Spanish opening marks as `?` and `!` do ("¿cómo" is "cómo").
+        c.is_whitespace()
+            || matches!(
+                c,
+                '\u{2018}' | '\u{2019}' | '\u{201C}' | '\u{201D}' | '\u{BF}' | '\u{A1}'
+            )
     }
 }
 
@@ -343,7 +372,8 @@ pub fn common_terms(prompts: &[&str]) -> Vec<String> {
 /// 1–3 topics: the most salient terms and two-word phrases of the request,
 /// weighted by the title and the answer.
 pub fn topics(title: Option<&str>, user: &str, assistant: &str) -> Vec<String> {
-    let reply = keys(prefix_chars(assistant, REPLY_CHARS));
+    let assistant = term_text(assistant);
+    let reply = keys(prefix_chars(&assistant, REPLY_CHARS));
     Terms::of(title, user, &reply).topics(&[])
 }
 
@@ -599,18 +629,54 @@ fn prose(text: &str) -> Cow<'_, str> {
     if !words.contains("[Tool") {
         return words;
     }
-    let kept: Vec<&str> = words
-        .lines()
-        .filter(|l| {
-            let t = l.trim();
-            !((t.starts_with("[Tool: ") || t.starts_with("[Tool result: ")) && t.ends_with(']'))
-        })
-        .collect();
+    let kept: Vec<&str> = words.lines().filter(|l| tool_line(l).is_none()).collect();
     if kept.iter().all(|l| l.trim().is_empty()) {
         words
     } else {
         Cow::Owned(kept.join("\n"))
     }
+}
+
+/// A line the renderer wrote for a tool: a call (`[Tool: Bash grep -rn
+/// TODO]`, as its name and summary) or a result (`[Tool result: …]`).
+enum ToolLine<'a> {
+    Call(&'a str),
+    Result,
+}
+
+fn tool_line(line: &str) -> Option<ToolLine<'_>> {
+    let inner = line.trim().strip_prefix("[Tool")?.strip_suffix(']')?;
+    if let Some(call) = inner.strip_prefix(": ") {
+        Some(ToolLine::Call(call))
+    } else if inner.starts_with(" result: ") {
+        Some(ToolLine::Result)
+    } else {
+        None
+    }
+}
+
+/// A reply as its terms are drawn from: a tool call's line as the call
+/// (`Bash grep -rn TODO`, not the word "Tool"), a tool result's line left
+/// out — what a tool printed ("has been updated successfully", "^C again to
+/// exit") is not what the reply brings in. Borrowed when there is none.
+fn term_text(text: &str) -> Cow<'_, str> {
+    if !text.contains("[Tool") {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        match tool_line(line) {
+            Some(ToolLine::Call(call)) => {
+                // A stopword after each call: one call's last word and the
+                // next's first ("Edit" twice) are no phrase.
+                out.push_str(call);
+                out.push_str(" and\n");
+            }
+            Some(ToolLine::Result) => {}
+            None => out.push_str(line),
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// `date` as `%B %-d, %Y` ("May 1, 2024"), without chrono reading that
@@ -655,7 +721,8 @@ fn join_topics(t: &[String]) -> String {
 impl HeaderWriter for ExtractiveWriter {
     fn write(&self, input: &HeaderInput<'_>) -> Result<Header, HeaderError> {
         // The reply is tokenized once, for the chunk's topics and its own.
-        let reply = keys(prefix_chars(input.assistant, REPLY_CHARS));
+        let assistant = term_text(input.assistant);
+        let reply = keys(prefix_chars(&assistant, REPLY_CHARS));
         let terms = Terms::of(input.title, input.user, &reply);
         // A reply to something said before ("not true", "do it") names no
         // subject of its own: it keeps the one it continues.
@@ -938,6 +1005,66 @@ mod tests {
     }
 
     #[test]
+    fn tool_output_and_other_languages_function_words_are_not_terms() {
+        let header = |user: &str, assistant: &str| {
+            ExtractiveWriter
+                .write(&HeaderInput {
+                    platform: "claude-code",
+                    title: None,
+                    date: None,
+                    user,
+                    assistant,
+                    turn_range: "1",
+                    total_pairs: 1,
+                    previous: None,
+                    common: &[],
+                    independent: false,
+                })
+                .unwrap()
+        };
+        // What a tool printed is not what the reply brings in; the call
+        // itself is, without the renderer's "Tool" marker.
+        let h = header(
+            "Search the repo for TODO comments",
+            "Searching.\n\n[Tool: Bash grep -rn TODO]\n[Tool result: The file /src/app.rs has been updated successfully]\n[Tool result: ^C again to exit]",
+        );
+        let terms = format!("{} {}", h.context, h.topics.join(" ")).to_lowercase();
+        for noise in ["tool", "result", "updated", "successfully", "again", "exit"] {
+            assert!(
+                !terms
+                    .split(|c: char| !c.is_alphanumeric())
+                    .any(|w| w == noise),
+                "{noise}: {}",
+                h.context
+            );
+        }
+        assert!(h.context.contains("brings in bash grep"), "{}", h.context);
+        // A reply of tool lines alone is about its calls, not about "tool
+        // result".
+        let edits =
+            "[Tool: Edit]\n[Tool result: The file /a has been updated successfully]\n".repeat(4);
+        assert_eq!(topics(None, "hi", &edits), ["edit"]);
+        // French function words name nothing; the reply's content words do.
+        let h = header(
+            "hi",
+            "Je comprends que vous n'avez pas encore partagé de fichiers que je peux éditer.",
+        );
+        for w in ["je", "que", "vous", "avez", "pas"] {
+            assert!(
+                !h.context.contains(&format!(" {w},"))
+                    && !h.context.contains(&format!(" {w}."))
+                    && !h.topics.iter().any(|t| t.split(' ').any(|x| x == w)),
+                "{w}: {}",
+                h.context
+            );
+        }
+        assert!(h.context.contains("fichiers"), "{}", h.context);
+        // Spanish opening marks split as `?` and `!` do.
+        let t = topics(None, "Hola, ¿cómo se configura nginx? ¡Gracias!", "");
+        assert_eq!(t, ["configura nginx"]);
+    }
+
+    #[test]
     fn the_separator_table_is_the_separator_set() {
         let old = |c: char| {
             c.is_whitespace()
@@ -961,6 +1088,8 @@ mod tests {
                         | '|'
                         | '*'
                         | '='
+                        | '¿'
+                        | '¡'
                         | '\u{2018}'
                         | '\u{2019}'
                         | '\u{201C}'
@@ -1063,20 +1192,23 @@ mod tests {
     #[test]
     fn the_stopword_check_is_the_sets() {
         let stop = stopwords();
-        let words = STOPWORDS.split_whitespace().chain([
-            "",
-            "a",
-            "ab",
-            "about",
-            "abouts",
-            "x",
-            "nginx",
-            "sourdough",
-            "é",
-            "ü",
-            "don’t",
-            "\u{212a}",
-        ]);
+        let words = STOPWORDS
+            .split_whitespace()
+            .chain(FOREIGN_STOPWORDS.split_whitespace())
+            .chain([
+                "",
+                "a",
+                "ab",
+                "about",
+                "abouts",
+                "x",
+                "nginx",
+                "sourdough",
+                "é",
+                "ü",
+                "don’t",
+                "\u{212a}",
+            ]);
         for w in words.chain(TERM_TEXTS.iter().flat_map(|t| t.split(' '))) {
             assert_eq!(stop.contains(w), stop.set.contains(w), "{w:?}");
         }
