@@ -658,25 +658,74 @@ fn tool_line(line: &str) -> Option<ToolLine<'_>> {
 /// A reply as its terms are drawn from: a tool call's line as the call
 /// (`Bash grep -rn TODO`, not the word "Tool"), a tool result's line left
 /// out — what a tool printed ("has been updated successfully", "^C again to
-/// exit") is not what the reply brings in. Borrowed when there is none.
+/// exit") is not what the reply brings in — and markup tags in code blocks
+/// left out (an HTML artifact "brings in div class" otherwise). Borrowed
+/// when there is nothing to leave out.
 fn term_text(text: &str) -> Cow<'_, str> {
-    if !text.contains("[Tool") {
+    let tools = text.contains("[Tool");
+    let markup = text.contains('<') && (text.contains("```") || text.contains("~~~"));
+    if !tools && !markup {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len());
+    let mut fence: Option<&str> = None;
     for line in text.split_inclusive('\n') {
+        // The renderer's tool lines first: a fence the text left open does
+        // not make them code.
         match tool_line(line) {
             Some(ToolLine::Call(call)) => {
                 // A stopword after each call: one call's last word and the
                 // next's first ("Edit" twice) are no phrase.
                 out.push_str(call);
                 out.push_str(" and\n");
+                continue;
             }
-            Some(ToolLine::Result) => {}
-            None => out.push_str(line),
+            Some(ToolLine::Result) => continue,
+            None => {}
+        }
+        let t = line.trim_start();
+        if let Some(f) = fence {
+            if t.starts_with(f) {
+                fence = None;
+                out.push_str(line);
+            } else {
+                without_tags(line, &mut out);
+            }
+        } else if let Some(f) = crate::render::fence_opened(t) {
+            fence = Some(f);
+            out.push_str(line);
+        } else {
+            out.push_str(line);
         }
     }
     Cow::Owned(out)
+}
+
+/// `line` onto `out` without its markup tags (`<div class="x">`, `</p>`,
+/// `<!DOCTYPE html>`): from a `<` that opens a tag (not `Vec<String>`, not
+/// `a < b`) up to the next `>`, or the line's end.
+fn without_tags(line: &str, out: &mut String) {
+    let b = line.as_bytes();
+    let mut kept = 0;
+    let mut i = 0;
+    while i < b.len() {
+        let next = |n: usize| b.get(i + n).copied().unwrap_or(b' ');
+        // `</p>` closes a tag wherever it is; `<p` opens one unless it
+        // follows a word (`Vec<String>`).
+        let starts_tag = b[i] == b'<'
+            && ((next(1) == b'/' && next(2).is_ascii_alphabetic())
+                || ((next(1).is_ascii_alphabetic() || matches!(next(1), b'!' | b'?'))
+                    && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_'))));
+        if !starts_tag {
+            i += 1;
+            continue;
+        }
+        out.push_str(&line[kept..i]);
+        out.push(' ');
+        i = line[i..].find('>').map_or(b.len(), |end| i + end + 1);
+        kept = i;
+    }
+    out.push_str(&line[kept..]);
 }
 
 /// `date` as `%B %-d, %Y` ("May 1, 2024"), without chrono reading that
@@ -1029,6 +1078,12 @@ mod tests {
             "Searching.\n\n[Tool: Bash grep -rn TODO]\n[Tool result: The file /src/app.rs has been updated successfully]\n[Tool result: ^C again to exit]",
         );
         let terms = format!("{} {}", h.context, h.topics.join(" ")).to_lowercase();
+        // The same after a fence the text left open.
+        let open = header(
+            "Search the repo for TODO comments",
+            "Searching.\n```\n\n[Tool: Bash grep -rn TODO]\n[Tool result: The file /src/app.rs has been updated successfully]\n[Tool result: ^C again to exit]",
+        );
+        let terms = format!("{terms} {} {}", open.context, open.topics.join(" ")).to_lowercase();
         for noise in ["tool", "result", "updated", "successfully", "again", "exit"] {
             assert!(
                 !terms
@@ -1059,6 +1114,42 @@ mod tests {
             );
         }
         assert!(h.context.contains("fichiers"), "{}", h.context);
+        // An HTML artifact brings in what its page says, not its tags;
+        // generics and comparisons in code are no tags.
+        let mut out = String::new();
+        without_tags(
+            "  <div class=\"calc\"><label for=\"n\">Input tokens</label></div> <!DOCTYPE html>\n",
+            &mut out,
+        );
+        assert_eq!(
+            out.split_whitespace().collect::<Vec<_>>(),
+            ["Input", "tokens"]
+        );
+        for code in [
+            "let v: Vec<String> = x;\n",
+            "if a < b && c > d {\n",
+            "<div unclosed\n",
+        ] {
+            let mut out = String::new();
+            without_tags(code, &mut out);
+            let expect = if code.starts_with("<div") { " " } else { code };
+            assert_eq!(out, expect, "{code:?}");
+        }
+        let html = format!(
+            "I'll create an HTML artifact with a pricing calculator.\n\n```html\n{}```\n",
+            "<div class=\"calculator\">\n  <div class=\"input-group\">\n    <label>Input tokens</label>\n  </div>\n</div>\n"
+                .repeat(3)
+        );
+        let h = header("Build me a pricing calculator", &html);
+        assert!(!h.context.contains("div"), "{}", h.context);
+        assert!(!h.context.contains("class"), "{}", h.context);
+        assert!(
+            !h.topics
+                .iter()
+                .any(|t| t.contains("div") || t.contains("class")),
+            "{:?}",
+            h.topics
+        );
         // Spanish opening marks split as `?` and `!` do.
         let t = topics(None, "Hola, ¿cómo se configura nginx? ¡Gracias!", "");
         assert_eq!(t, ["configura nginx"]);
