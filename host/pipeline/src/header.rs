@@ -119,24 +119,27 @@ none null nil true false self def";
 
 /// Function words of the other languages chats are most often held in
 /// (French, Spanish, German, Italian, Portuguese): "brings in je, que and
-/// vous" names nothing. Words that are also English names of things are
-/// left out (`son`, `die`, `car`, `con`, `sin`, `war`, `bin`, `hat`, `dir`,
-/// `ai`, `par`, `sans`, `man`, `red`).
+/// vous" names nothing. Only a word written in lowercase (or capitalized)
+/// is one: "MIT", "EU", "DoS" and "NAS" stay names. Words that are also
+/// English words or commands in lowercase are left out (`son`, `die`, `car`,
+/// `con`, `sin`, `war`, `bin`, `hat`, `dir`, `ai`, `par`, `sans`, `man`,
+/// `red`, `os`, `su`, `del`, `lo`, `sim`, `den`, `pour`, `hay`, `ton`,
+/// `tout`, `uno`, `chi`, `em`, `sous`).
 const FOREIGN_STOPWORDS: &str = "je tu il elle nous vous ils elles le la les un une des du de et que qui quoi \
-est sont pas ne ce cette ces cet mon ma mes ton tes ses notre nos votre vos leur leurs mais ou où donc pour \
-dans sur avec sous chez au aux être avoir fait faire peux peut veux avez avons suis sommes êtes était \
-aussi comme très bien tout tous toute toutes oui non merci bonjour salut voici voilà en qu \
+est sont pas ne ce cette ces cet mon ma mes tes ses notre nos votre vos leur leurs mais ou où donc \
+dans sur avec chez au aux être avoir fait faire peux peut veux avez avons suis sommes êtes était \
+aussi comme très bien tous toute toutes oui non merci bonjour salut voici voilà en qu \
 aujourd hui puis-je est-ce \
-el los las una unos unas del por para como pero es está están este esta esto estos estas yo tú usted \
-ustedes él ella ellos nosotros mi mis su sus muy más también hay ser estar tiene tengo puedo puede quiero \
-hola gracias sí lo se al cómo qué \
-der das und ist nicht ich sie wir ihr ein eine einen einem einer mit für auf den dem zu von im oder aber \
+el los las una unos unas por para como pero es está están este esta esto estos estas yo tú usted \
+ustedes él ella ellos nosotros mi mis sus muy más también ser estar tiene tengo puedo puede quiero \
+hola gracias sí se al cómo qué \
+der das und ist nicht ich sie wir ihr ein eine einen einem einer mit für auf dem zu von im oder aber \
 wenn auch noch nur wie kann können habe haben wird werden sind bitte danke hallo ja nein zum zur vom beim \
 dass sich mich mir uns euch sein seine ihre dieser diese dieses gibt wo \
-gli uno di che chi è sono sei ho hai ha abbiamo questo questa quello quella anche molto grazie ciao sì più \
+gli di che è sono sei ho hai ha abbiamo questo questa quello quella anche molto grazie ciao sì più \
 della dei delle nel nella alla tra fra \
-os um uma uns umas do da dos das na nas em mas são estão eu você vocês ele eles meu minha seu sua \
-muito obrigado obrigada olá sim não isso isto esse essa aquilo";
+um uma uns umas do da dos das na nas mas são estão eu você vocês ele eles meu minha seu sua \
+muito obrigado obrigada olá não isso isto esse essa aquilo";
 
 /// The stopwords, and which first bytes each length of them starts with:
 /// a word whose length and first byte no stopword has (most content words)
@@ -159,19 +162,39 @@ impl Stopwords {
     }
 }
 
-fn stopwords() -> &'static Stopwords {
-    static SET: std::sync::OnceLock<Stopwords> = std::sync::OnceLock::new();
-    SET.get_or_init(|| {
-        let set: FxHashSet<&'static str> = STOPWORDS
-            .split_whitespace()
-            .chain(FOREIGN_STOPWORDS.split_whitespace())
-            .collect();
+impl Stopwords {
+    fn of(words: &'static str) -> Self {
+        let set: FxHashSet<&'static str> = words.split_whitespace().collect();
         let mut starts = vec![0u64; set.iter().map(|w| w.len()).max().unwrap_or(0) + 1];
         for w in &set {
             starts[w.len()] |= 1 << (w.as_bytes()[0] % 64);
         }
         Stopwords { set, starts }
-    })
+    }
+}
+
+fn stopwords() -> &'static Stopwords {
+    static SET: std::sync::OnceLock<Stopwords> = std::sync::OnceLock::new();
+    SET.get_or_init(|| Stopwords::of(STOPWORDS))
+}
+
+fn foreign_stopwords() -> &'static Stopwords {
+    static SET: std::sync::OnceLock<Stopwords> = std::sync::OnceLock::new();
+    SET.get_or_init(|| Stopwords::of(FOREIGN_STOPWORDS))
+}
+
+/// Whether the word `t` (lowercased: `lower`; `upper_after_first`: it has
+/// a capital past its first char, as acronyms do) is a stopword.
+fn is_stopword(lower: &str, upper_after_first: bool) -> bool {
+    stopwords().contains(lower) || (!upper_after_first && foreign_stopwords().contains(lower))
+}
+
+fn upper_after_first(t: &str) -> bool {
+    if t.is_ascii() {
+        t.as_bytes().iter().skip(1).any(u8::is_ascii_uppercase)
+    } else {
+        t.chars().skip(1).any(char::is_uppercase)
+    }
 }
 
 /// ASCII separators (whitespace and punctuation that never sits inside a
@@ -310,7 +333,6 @@ const REPLY_CHARS: usize = 4000;
 type Key<'a> = Option<(Cow<'a, str>, bool)>;
 
 fn keys(text: &str) -> Vec<Key<'_>> {
-    let stop = stopwords();
     tokens(text)
         .map(|t| {
             if t.is_ascii() {
@@ -323,7 +345,7 @@ fn keys(text: &str) -> Vec<Key<'_>> {
                 } else {
                     Cow::Borrowed(t)
                 };
-                return if stop.contains(&lower) {
+                return if is_stopword(&lower, upper_after_first) {
                     None
                 } else if upper_after_first || b.iter().any(|b| matches!(b, b'_' | b'/' | b'.')) {
                     Some((Cow::Borrowed(t), true))
@@ -332,7 +354,7 @@ fn keys(text: &str) -> Vec<Key<'_>> {
                 };
             }
             let lower = lowercase(t);
-            if stop.contains(lower.as_ref()) {
+            if is_stopword(&lower, upper_after_first(t)) {
                 None
             } else if is_identifier(t) {
                 Some((Cow::Borrowed(t), true))
@@ -558,7 +580,6 @@ pub fn key_sentence(text: &str, max: usize) -> String {
     // Six sentences fit in this much of a long text; folding the whole of a
     // long reply was a pass and a copy of it per chunk.
     let head = prefix_chars(text, REPLY_CHARS);
-    let stop = stopwords();
     let mut rest = head;
     let mut best: Option<(usize, String)> = None;
     // The first few sentences only: the request is rarely later.
@@ -578,7 +599,7 @@ pub fn key_sentence(text: &str, max: usize) -> String {
             }
         };
         let content = tokens(s)
-            .filter(|t| !stop.contains(lowercase(t).as_ref()))
+            .filter(|t| !is_stopword(&lowercase(t), upper_after_first(t)))
             .count();
         if content >= 3 {
             return sentence();
@@ -667,9 +688,16 @@ fn term_text(text: &str) -> Cow<'_, str> {
     if !tools && !markup {
         return Cow::Borrowed(text);
     }
-    let mut out = String::with_capacity(text.len());
+    let mut out = String::with_capacity(text.len().min(4 * REPLY_CHARS + 64));
     let mut fence: Option<&str> = None;
+    // Inside a tag that spans lines (`<div\n  class="x"\n>`).
+    let mut in_tag = false;
     for line in text.split_inclusive('\n') {
+        // Terms are drawn from the first `REPLY_CHARS` chars: this many
+        // bytes hold them all.
+        if out.len() >= 4 * REPLY_CHARS {
+            break;
+        }
         // The renderer's tool lines first: a fence the text left open does
         // not make them code.
         match tool_line(line) {
@@ -687,9 +715,10 @@ fn term_text(text: &str) -> Cow<'_, str> {
         if let Some(f) = fence {
             if t.starts_with(f) {
                 fence = None;
+                in_tag = false;
                 out.push_str(line);
             } else {
-                without_tags(line, &mut out);
+                in_tag = without_tags(line, in_tag, &mut out);
             }
         } else if let Some(f) = crate::render::fence_opened(t) {
             fence = Some(f);
@@ -703,11 +732,19 @@ fn term_text(text: &str) -> Cow<'_, str> {
 
 /// `line` onto `out` without its markup tags (`<div class="x">`, `</p>`,
 /// `<!DOCTYPE html>`): from a `<` that opens a tag (not `Vec<String>`, not
-/// `a < b`) up to the next `>`, or the line's end.
-fn without_tags(line: &str, out: &mut String) {
+/// `a < b`) up to the next `>`. `in_tag`: the line starts inside a tag an
+/// earlier line opened; the result: it ends inside one.
+fn without_tags(line: &str, in_tag: bool, out: &mut String) -> bool {
     let b = line.as_bytes();
-    let mut kept = 0;
     let mut i = 0;
+    if in_tag {
+        match line.find('>') {
+            Some(end) => i = end + 1,
+            None => return true,
+        }
+        out.push(' ');
+    }
+    let mut kept = i;
     while i < b.len() {
         let next = |n: usize| b.get(i + n).copied().unwrap_or(b' ');
         // `</p>` closes a tag wherever it is; `<p` opens one unless it
@@ -722,10 +759,14 @@ fn without_tags(line: &str, out: &mut String) {
         }
         out.push_str(&line[kept..i]);
         out.push(' ');
-        i = line[i..].find('>').map_or(b.len(), |end| i + end + 1);
+        match line[i..].find('>') {
+            Some(end) => i += end + 1,
+            None => return true,
+        }
         kept = i;
     }
     out.push_str(&line[kept..]);
+    false
 }
 
 /// `date` as `%B %-d, %Y` ("May 1, 2024"), without chrono reading that
@@ -1089,8 +1130,9 @@ mod tests {
                 !terms
                     .split(|c: char| !c.is_alphanumeric())
                     .any(|w| w == noise),
-                "{noise}: {}",
-                h.context
+                "{noise}: {} / {}",
+                h.context,
+                open.context
             );
         }
         assert!(h.context.contains("brings in bash grep"), "{}", h.context);
@@ -1104,37 +1146,49 @@ mod tests {
             "hi",
             "Je comprends que vous n'avez pas encore partagé de fichiers que je peux éditer.",
         );
-        for w in ["je", "que", "vous", "avez", "pas"] {
-            assert!(
-                !h.context.contains(&format!(" {w},"))
-                    && !h.context.contains(&format!(" {w}."))
-                    && !h.topics.iter().any(|t| t.split(' ').any(|x| x == w)),
-                "{w}: {}",
-                h.context
-            );
+        let brought = h
+            .context
+            .split_once("brings in ")
+            .map_or("", |(_, b)| b.trim_end_matches('.'));
+        let words: Vec<&str> = brought
+            .split([',', ' '])
+            .chain(h.topics.iter().flat_map(|t| t.split(' ')))
+            .filter(|w| !w.is_empty() && *w != "and")
+            .collect();
+        assert!(!words.is_empty(), "{}", h.context);
+        for w in ["je", "que", "vous", "avez", "pas", "de", "peux"] {
+            assert!(!words.contains(&w), "{w}: {}", h.context);
         }
-        assert!(h.context.contains("fichiers"), "{}", h.context);
         // An HTML artifact brings in what its page says, not its tags;
         // generics and comparisons in code are no tags.
         let mut out = String::new();
-        without_tags(
+        let open = without_tags(
             "  <div class=\"calc\"><label for=\"n\">Input tokens</label></div> <!DOCTYPE html>\n",
+            false,
             &mut out,
         );
+        assert!(!open);
         assert_eq!(
             out.split_whitespace().collect::<Vec<_>>(),
             ["Input", "tokens"]
         );
-        for code in [
-            "let v: Vec<String> = x;\n",
-            "if a < b && c > d {\n",
-            "<div unclosed\n",
-        ] {
+        for code in ["let v: Vec<String> = x;\n", "if a < b && c > d {\n"] {
             let mut out = String::new();
-            without_tags(code, &mut out);
-            let expect = if code.starts_with("<div") { " " } else { code };
-            assert_eq!(out, expect, "{code:?}");
+            assert!(!without_tags(code, false, &mut out));
+            assert_eq!(out, code);
         }
+        // A tag over three lines: its attributes are tags too.
+        let mut out = String::new();
+        let mut open = false;
+        for line in [
+            "<div\n",
+            "  className=\"calc\" onClick={go}\n",
+            "  >Total</div>\n",
+        ] {
+            open = without_tags(line, open, &mut out);
+        }
+        assert!(!open);
+        assert_eq!(out.split_whitespace().collect::<Vec<_>>(), ["Total"]);
         let html = format!(
             "I'll create an HTML artifact with a pricing calculator.\n\n```html\n{}```\n",
             "<div class=\"calculator\">\n  <div class=\"input-group\">\n    <label>Input tokens</label>\n  </div>\n</div>\n"
@@ -1300,9 +1354,26 @@ mod tests {
                 "don’t",
                 "\u{212a}",
             ]);
+        let foreign = foreign_stopwords();
         for w in words.chain(TERM_TEXTS.iter().flat_map(|t| t.split(' '))) {
             assert_eq!(stop.contains(w), stop.set.contains(w), "{w:?}");
+            assert_eq!(foreign.contains(w), foreign.set.contains(w), "{w:?}");
         }
+        // Another language's function word is one only as a word, not as
+        // an acronym.
+        assert!(is_stopword("mit", false));
+        assert!(!is_stopword("mit", true));
+        assert!(is_stopword("the", true));
+        for acronym in ["MIT", "EU", "DoS", "NAS", "DES", "HA"] {
+            assert!(keys(acronym)[0].is_some(), "{acronym}");
+        }
+        assert!(
+            keys("Which OS for my NAS with the SIM card?")
+                .iter()
+                .flatten()
+                .count()
+                >= 4
+        );
     }
 
     #[test]
@@ -1486,7 +1557,7 @@ mod tests {
             tokens(text)
                 .map(|t| {
                     let lower = lowercase(t);
-                    if stopwords().contains(lower.as_ref()) {
+                    if is_stopword(&lower, upper_after_first(t)) {
                         None
                     } else if is_identifier(t) {
                         Some((t.to_string(), true))
