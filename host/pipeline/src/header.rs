@@ -396,7 +396,13 @@ pub fn common_terms(prompts: &[&str]) -> Vec<String> {
 pub fn topics(title: Option<&str>, user: &str, assistant: &str) -> Vec<String> {
     let assistant = term_text(assistant);
     let reply = keys(prefix_chars(&assistant, REPLY_CHARS));
-    Terms::of(title, user, &reply).topics(&[])
+    let terms = Terms::of(title, user, &reply);
+    let topics = terms.topics(&[]);
+    if topics.is_empty() {
+        terms.brought(&[])
+    } else {
+        topics
+    }
 }
 
 /// Term scores of one exchange, in one pass over its words: each word
@@ -821,6 +827,11 @@ impl HeaderWriter for ExtractiveWriter {
             && let Some(prev) = input.previous
         {
             topics.clone_from(&prev.topics);
+        }
+        // A request that names nothing ("hi") starting a conversation: the
+        // exchange is about what the reply takes up.
+        if topics.is_empty() {
+            topics = terms.brought(input.common);
         }
         let mut sentences = Vec::new();
         let platform = platform_name(input.platform);
@@ -1412,9 +1423,25 @@ mod tests {
         };
         let h = ExtractiveWriter.write(&input).unwrap();
         assert_eq!(h.topics, previous.topics);
-        // Nothing to continue: no topics rather than made-up ones.
+        // Nothing to continue and a reply that takes nothing up: no topics
+        // rather than made-up ones.
         input.previous = None;
         assert!(ExtractiveWriter.write(&input).unwrap().topics.is_empty());
+        // Nothing to continue, and a reply that does take something up:
+        // that is what the exchange is about, said once.
+        input.user = "hi";
+        input.assistant =
+            "Hello! Is there a coding task in this git repository you want help with?";
+        let h = ExtractiveWriter.write(&input).unwrap();
+        assert!(!h.topics.is_empty(), "{}", h.context);
+        assert!(
+            h.topics.iter().any(|t| t.contains("coding task")),
+            "{:?}",
+            h.topics
+        );
+        assert!(h.context.contains("The exchange covers"), "{}", h.context);
+        assert!(!h.context.contains("brings in"), "{}", h.context);
+        assert_eq!(topics(None, "hi", input.assistant), h.topics);
     }
 
     #[test]
