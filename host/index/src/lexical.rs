@@ -54,6 +54,31 @@ impl Lexical {
         v[self.slot(h)] += sign * weight;
     }
 
+    /// A word's features: the word, and the trigrams of it padded with a
+    /// space on each side, as byte slices of `padded` (no allocation per
+    /// trigram; the same features as hashing each trigram's string). An
+    /// ASCII word's chars are its bytes; another's start where `starts`
+    /// says.
+    fn add_word(&self, v: &mut [f32], word: &str, padded: &mut String, starts: &mut Vec<usize>) {
+        self.add(v, word.as_bytes(), 1.0);
+        padded.clear();
+        padded.push(' ');
+        padded.push_str(word);
+        padded.push(' ');
+        if word.is_ascii() {
+            for tri in padded.as_bytes().windows(3) {
+                self.add(v, tri, 0.3);
+            }
+            return;
+        }
+        starts.clear();
+        starts.extend(padded.char_indices().map(|(i, _)| i));
+        starts.push(padded.len());
+        for w in starts.windows(4) {
+            self.add(v, &padded.as_bytes()[w[0]..w[3]], 0.3);
+        }
+    }
+
     fn one(&self, text: &str) -> Vec<f32> {
         let mut v = vec![0f32; self.dim];
         let lower = if text.is_ascii() {
@@ -61,64 +86,33 @@ impl Lexical {
         } else {
             text.to_lowercase()
         };
-        // The word padded with a space on each side: its trigrams are byte
-        // slices of it (no allocation per trigram; the same features as
-        // hashing each trigram's string). An ASCII word's chars are its
-        // bytes; another's start where `starts` says.
+        let mut padded = String::new();
+        let mut starts: Vec<usize> = Vec::new();
         if lower.is_ascii() {
             // The same words as the split on chars below, found by a byte
             // scan (an ASCII char is alphanumeric as its byte is).
-            let mut bytes = Vec::new();
             for word in lower
                 .as_bytes()
                 .split(|b| !b.is_ascii_alphanumeric())
                 .filter(|w| !w.is_empty())
             {
-                self.add(&mut v, word, 1.0);
-                bytes.clear();
-                bytes.push(b' ');
-                bytes.extend_from_slice(word);
-                bytes.push(b' ');
-                for tri in bytes.windows(3) {
-                    self.add(&mut v, tri, 0.3);
-                }
+                // ASCII bytes: always a `str`.
+                let word = std::str::from_utf8(word).unwrap_or_default();
+                self.add_word(&mut v, word, &mut padded, &mut starts);
             }
-            normalize(&mut v);
-            return v;
-        }
-        let mut padded = String::new();
-        let mut starts: Vec<usize> = Vec::new();
-        for word in lower
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-        {
-            self.add(&mut v, word.as_bytes(), 1.0);
-            padded.clear();
-            padded.push(' ');
-            padded.push_str(word);
-            padded.push(' ');
-            if word.is_ascii() {
-                for tri in padded.as_bytes().windows(3) {
-                    self.add(&mut v, tri, 0.3);
-                }
-                continue;
-            }
-            starts.clear();
-            starts.extend(padded.char_indices().map(|(i, _)| i));
-            starts.push(padded.len());
-            for w in starts.windows(4) {
-                self.add(&mut v, &padded.as_bytes()[w[0]..w[3]], 0.3);
+        } else {
+            for word in lower
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| !w.is_empty())
+            {
+                self.add_word(&mut v, word, &mut padded, &mut starts);
             }
         }
-        normalize(&mut v);
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        if norm > 0.0 {
+            v.iter_mut().for_each(|x| *x /= norm);
+        }
         v
-    }
-}
-
-fn normalize(v: &mut [f32]) {
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if norm > 0.0 {
-        v.iter_mut().for_each(|x| *x /= norm);
     }
 }
 
