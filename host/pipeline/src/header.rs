@@ -160,9 +160,7 @@ impl Stopwords {
         };
         starts & (1 << (first % 64)) != 0 && self.set.contains(lower)
     }
-}
 
-impl Stopwords {
     fn of(words: &'static str) -> Self {
         let set: FxHashSet<&'static str> = words.split_whitespace().collect();
         let mut starts = vec![0u64; set.iter().map(|w| w.len()).max().unwrap_or(0) + 1];
@@ -396,13 +394,7 @@ pub fn common_terms(prompts: &[&str]) -> Vec<String> {
 pub fn topics(title: Option<&str>, user: &str, assistant: &str) -> Vec<String> {
     let assistant = term_text(assistant);
     let reply = keys(prefix_chars(&assistant, REPLY_CHARS));
-    let terms = Terms::of(title, user, &reply);
-    let topics = terms.topics(&[]);
-    if topics.is_empty() {
-        terms.brought(&[])
-    } else {
-        topics
-    }
+    Terms::of(title, user, &reply).subject(&[], None)
 }
 
 /// Term scores of one exchange, in one pass over its words: each word
@@ -478,6 +470,21 @@ impl<'a> Terms<'a> {
     /// The reply's own 1–3 terms.
     fn brought(&self, common: &[String]) -> Vec<String> {
         self.best(1, common)
+    }
+
+    /// The exchange's topics, else those of the exchange it continues
+    /// (`previous`): a reply to something said before ("not true", "do
+    /// it") names no subject of its own. Else, a request that names nothing
+    /// ("hi") continuing nothing: what the reply takes up.
+    fn subject(&self, common: &[String], previous: Option<&[String]>) -> Vec<String> {
+        let topics = self.topics(common);
+        if !topics.is_empty() {
+            return topics;
+        }
+        match previous {
+            Some(p) if !p.is_empty() => p.to_vec(),
+            _ => self.brought(common),
+        }
     }
 
     /// The best 1–3 terms by score `slot`, none under 1.5, none with a word
@@ -820,19 +827,8 @@ impl HeaderWriter for ExtractiveWriter {
         let assistant = term_text(input.assistant);
         let reply = keys(prefix_chars(&assistant, REPLY_CHARS));
         let terms = Terms::of(input.title, input.user, &reply);
-        // A reply to something said before ("not true", "do it") names no
-        // subject of its own: it keeps the one it continues.
-        let mut topics = terms.topics(input.common);
-        if topics.is_empty()
-            && let Some(prev) = input.previous
-        {
-            topics.clone_from(&prev.topics);
-        }
-        // A request that names nothing ("hi") starting a conversation: the
-        // exchange is about what the reply takes up.
-        if topics.is_empty() {
-            topics = terms.brought(input.common);
-        }
+        // Its own topics, else the ones it continues, else the reply's.
+        let topics = terms.subject(input.common, input.previous.map(|p| p.topics.as_slice()));
         let mut sentences = Vec::new();
         let platform = platform_name(input.platform);
         let date = input
