@@ -215,6 +215,27 @@ fn a_zip_is_imported_in_place_like_the_files_inside_it() {
         "{manifest}"
     );
     assert!(!manifest.contains("__MACOSX"), "{manifest}");
+    // Each input's record holds its content's hash and size, however they
+    // were read: beside the parse (a new file) or as the entry was copied
+    // out of the zip.
+    use sha2::Digest as _;
+    let want = hex::encode(sha2::Sha256::digest(&chatgpt));
+    for (root, key) in [
+        (&plain, "raw/conversations.json"),
+        (&zipped, "export.zip!export/conversations.json"),
+    ] {
+        let m: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(root.join(".processing-manifest.json")).unwrap(),
+        )
+        .unwrap();
+        let files = m["files"].as_object().unwrap();
+        let (_, rec) = files
+            .iter()
+            .find(|(k, _)| k.ends_with(key))
+            .unwrap_or_else(|| panic!("{key} in {m:#}"));
+        assert_eq!(rec["sha256"], want.as_str(), "{key}: {rec:#}");
+        assert_eq!(rec["size"], chatgpt.len(), "{key}: {rec:#}");
+    }
     let leftovers: Vec<_> = std::fs::read_dir(&zipped)
         .unwrap()
         .flatten()

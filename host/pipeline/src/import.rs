@@ -156,6 +156,17 @@ pub fn run(
     })?;
     let items = without_own_files(items, &opts.root, out_dir);
     let mut summary = Summary::default();
+    let mut index_failure: IndexFailure = None;
+    // The index takes the chunks the manifest has and it lacks (a killed
+    // run, an index that was down) before the run adds its own: what there
+    // is to compare is then only what earlier runs left (nothing, in a first
+    // import), and the run does not end on a pass over every id.
+    if let Some(indexer) = svc.indexer {
+        match catch_up(indexer, &manifest, out_dir) {
+            Ok(n) => summary.chunks_indexed += n,
+            Err(e) => index_failure = Some((0, e)),
+        }
+    }
     for b in broken {
         summary.errors.push(FileProblem {
             file: b.path.display().to_string(),
@@ -168,7 +179,6 @@ pub fn run(
 
     let mut stamp = file_stamp(&manifest_path);
     let mut processor = Processor::new(opts.processor.clone(), svc.header, &manifest);
-    let mut index_failure: IndexFailure = None;
     let total = items.len();
     for (index, item) in items.iter().enumerate() {
         progress(Progress::File {
@@ -199,14 +209,8 @@ pub fn run(
         manifest.save(&manifest_path)?;
         stamp = file_stamp(&manifest_path);
     }
-    summary.chunks_total = manifest.chunk_ids().len() as u32;
+    summary.chunks_total = manifest.chunk_count() as u32;
     if let Some(indexer) = svc.indexer {
-        if index_failure.is_none() {
-            match catch_up(indexer, &manifest, out_dir) {
-                Ok(n) => summary.chunks_indexed += n,
-                Err(e) => index_failure = Some((0, e)),
-            }
-        }
         summary.index_total = indexer.count().ok();
         if let Some((n, e)) = index_failure {
             let what = if n > 0 {
@@ -418,6 +422,9 @@ impl Indexed {
 /// caller saves it). Returns the companion when it must be imported on its
 /// own.
 fn import_one<'i>(w: &mut Work<'_, '_>, item: &'i Item) -> Option<&'i Item> {
+    if item.companion.is_none() && !w.manifest.files.contains_key(&item.key) {
+        return import_new(w, item);
+    }
     let (sha256, size) = match item.hash() {
         Ok(h) => h,
         Err(e) => {
@@ -439,7 +446,7 @@ fn import_one<'i>(w: &mut Work<'_, '_>, item: &'i Item) -> Option<&'i Item> {
                 if unchanged(manifest, &item.key, &sha256) {
                     w.summary.files_unchanged += 1;
                 } else {
-                    import_parsed(w, ((item, (sha256, size)), None));
+                    import_parsed(w, ((item, Digest::Known(sha256, size)), None));
                 }
                 return Some(c);
             }
@@ -469,7 +476,79 @@ fn import_one<'i>(w: &mut Work<'_, '_>, item: &'i Item) -> Option<&'i Item> {
             Some(_) => {}
         }
     }
-    import_parsed(w, ((item, (sha256, size)), companion))
+    import_parsed(w, ((item, Digest::Known(sha256, size)), companion))
+}
+
+/// Imports an input the manifest does not have. Its hash decides nothing
+/// (it is read in any case), so it is not waited for: a file is hashed on a
+/// thread of its own beside the parse (a 160 MB export's hash was a tenth
+/// of a second with one core idle), a zip entry while it is copied out
+/// (it was inflated twice, once for the hash and once for the copy).
+fn import_new<'i>(w: &mut Work<'_, '_>, item: &'i Item) -> Option<&'i Item> {
+    let inventory::Source::File(path) = &item.source else {
+        return import_parsed(w, ((item, Digest::InCopy), None));
+    };
+    // Opened, not only listed: a file that cannot be read is reported as
+    // it was when its hash came first.
+    let size = match fs_err::File::open(path).and_then(|f| f.metadata()) {
+        Ok(m) => m.len(),
+        Err(e) => {
+            w.summary.errors.push(FileProblem {
+                file: item.key.clone(),
+                reason: format!("cannot read it: {e}"),
+                hint: None,
+                retryable: true,
+            });
+            return None;
+        }
+    };
+    std::thread::scope(|s| {
+        let hashing = s.spawn(|| item.hash());
+        import_parsed(w, ((item, Digest::Beside(size, hashing)), None))
+    })
+}
+
+/// An input's content hash and size, as its import gets them.
+enum Digest<'s> {
+    /// Read before: the manifest compared it.
+    Known(String, u64),
+    /// Being read on another thread; the size is the file's as listed.
+    Beside(
+        u64,
+        std::thread::ScopedJoinHandle<'s, std::io::Result<(String, u64)>>,
+    ),
+    /// Read as the input is copied out (a zip entry).
+    InCopy,
+}
+
+/// Records `record` for `key` with its content hash, once that is read
+/// (`hashing`). An input whose hash could not be read is reported and left
+/// out of the manifest: the next import reads it again, and its chunks,
+/// already written, are not written twice.
+fn record_file(
+    w: &mut Work<'_, '_>,
+    key: &str,
+    mut record: FileRecord,
+    hashing: Option<std::thread::ScopedJoinHandle<'_, std::io::Result<(String, u64)>>>,
+) {
+    if let Some(hashing) = hashing {
+        match hashing
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        {
+            Ok((sha256, size)) => (record.sha256, record.size) = (sha256, size),
+            Err(e) => {
+                w.summary.errors.push(FileProblem {
+                    file: key.to_string(),
+                    reason: format!("cannot read it: {e}"),
+                    hint: None,
+                    retryable: true,
+                });
+                return;
+            }
+        }
+    }
+    w.manifest.files.insert(key.to_string(), record);
 }
 
 /// What importing one input works on and reports to.
@@ -483,7 +562,7 @@ struct Work<'r, 's> {
 }
 
 /// An input with its content hash and size, and its companion with theirs.
-type Hashed<'i> = ((&'i Item, (String, u64)), Option<(&'i Item, (String, u64))>);
+type Hashed<'i, 's> = ((&'i Item, Digest<'s>), Option<(&'i Item, (String, u64))>);
 
 /// Whether the manifest has `key` processed with this content.
 fn unchanged(manifest: &Manifest, key: &str, sha256: &str) -> bool {
@@ -579,9 +658,32 @@ fn forget_chunks_of(
 /// to need an import of its own.
 fn import_parsed<'i>(
     w: &mut Work<'_, '_>,
-    ((item, (sha256, size)), companion): Hashed<'i>,
+    ((item, digest), companion): Hashed<'i, '_>,
 ) -> Option<&'i Item> {
     let (svc, opts) = (w.svc, w.opts);
+    let local = match item.materialize(&opts.root) {
+        Ok(m) => m,
+        Err(e) => {
+            w.summary.errors.push(FileProblem {
+                file: item.key.clone(),
+                reason: format!("cannot read it: {e}"),
+                hint: None,
+                retryable: true,
+            });
+            return companion.map(|(c, _)| c);
+        }
+    };
+    let (sha256, size, hashing) = match digest {
+        Digest::Known(sha256, size) => (sha256, size, None),
+        Digest::Beside(size, hashing) => (String::new(), size, Some(hashing)),
+        Digest::InCopy => {
+            let (sha256, size) = local
+                .digest
+                .clone()
+                .expect("a copied-out input is hashed as it is copied");
+            (sha256, size, None)
+        }
+    };
     let processor = &mut *w.processor;
     let manifest = &mut *w.manifest;
     let summary = &mut *w.summary;
@@ -618,18 +720,9 @@ fn import_parsed<'i>(
         summary
             .files_skipped
             .push(problem("empty file".into(), None, false));
-        manifest.files.insert(item.key.clone(), record);
+        record_file(w, &item.key, record, hashing);
         return alone;
     }
-    let local = match item.materialize(&opts.root) {
-        Ok(m) => m,
-        Err(e) => {
-            summary
-                .errors
-                .push(problem(format!("cannot read it: {e}"), None, true));
-            return alone;
-        }
-    };
     let mut input = file_input(item, size, &local);
     let adapter = match svc
         .adapters
@@ -649,7 +742,7 @@ fn import_parsed<'i>(
                 summary.errors.push(problem(reason.clone(), hint, false));
             }
             record.reason = Some(reason);
-            manifest.files.insert(item.key.clone(), record);
+            record_file(w, &item.key, record, hashing);
             return alone;
         }
     };
@@ -917,7 +1010,7 @@ fn import_parsed<'i>(
         };
         manifest.files.insert(c.key.clone(), c_record);
     }
-    manifest.files.insert(item.key.clone(), record);
+    record_file(w, &item.key, record, hashing);
     alone
 }
 

@@ -40,6 +40,9 @@ pub struct Item {
 /// when this is dropped.
 pub struct Materialized {
     pub path: PathBuf,
+    /// The content hash and size, when making the bytes available read
+    /// them (a zip entry's copy hashes what it copies).
+    pub digest: Option<(String, u64)>,
     _temp: Option<tempfile::TempPath>,
 }
 
@@ -317,6 +320,7 @@ impl Item {
         match &self.source {
             Source::File(p) => Ok(Materialized {
                 path: p.clone(),
+                digest: None,
                 _temp: None,
             }),
             Source::ZipEntry { archive, name } => {
@@ -329,10 +333,11 @@ impl Item {
                     .prefix(".chatmill-tmp-")
                     .suffix(&format!("-{}", file_name(name)))
                     .tempfile_in(temp_dir)?;
-                copy_hashing(entry, std::io::BufWriter::new(tmp.as_file()))?;
+                let digest = copy_hashing(entry, std::io::BufWriter::new(tmp.as_file()))?;
                 let temp = tmp.into_temp_path();
                 Ok(Materialized {
                     path: temp.to_path_buf(),
+                    digest: Some(digest),
                     _temp: Some(temp),
                 })
             }

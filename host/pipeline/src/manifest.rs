@@ -169,6 +169,15 @@ impl Manifest {
         crate::atomic::write_durable(path, &json).map_err(write)
     }
 
+    /// How many distinct chunk ids the manifest knows (without ordering
+    /// them: a count of 100k ids was a tree of them).
+    pub fn chunk_count(&self) -> usize {
+        let ids = self.conversations.values().flat_map(|c| &c.chunk_ids);
+        let mut seen = rustc_hash::FxHashSet::default();
+        seen.reserve(ids.clone().count());
+        ids.filter(|id| seen.insert(id.as_str())).count()
+    }
+
     /// Every chunk id the manifest knows, for deduplication.
     pub fn chunk_ids(&self) -> std::collections::BTreeSet<&str> {
         self.conversations
@@ -215,6 +224,7 @@ mod tests {
         m.save(&path).unwrap();
         assert_eq!(Manifest::load(&path).unwrap(), m);
         assert!(m.chunk_ids().contains("chatgpt-abc-001-2024-05-01"));
+        assert_eq!(m.chunk_count(), 1);
         let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "no temp files left behind");
     }

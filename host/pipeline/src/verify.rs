@@ -313,7 +313,7 @@ pub fn run(root: &Path, indexer: Option<&dyn Indexer>, repair: bool) -> std::io:
         .into_iter()
         .filter(|p| matches!(p.kind, "unparsable" | "invalid-field" | "duplicate-id"))
         .collect();
-    report.manifest_chunks = m.chunk_ids().len() as u32;
+    report.manifest_chunks = m.chunk_count() as u32;
     Ok(report)
 }
 
