@@ -17,11 +17,24 @@ use rustix::fs::{Mode, OFlags};
 
 /// Replaces `path` whole, durably.
 pub fn write_durable(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_durable_with(path, |w| w.write_all(bytes))
+}
+
+/// Replaces `path` whole, durably, with what `write` writes (through a
+/// buffer: a large file is never held whole in memory).
+pub fn write_durable_with(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::Builder::new()
         .prefix(".chatmill-tmp-")
         .tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
+    {
+        let mut out = std::io::BufWriter::with_capacity(256 * 1024, tmp.as_file_mut());
+        write(&mut out)?;
+        out.flush()?;
+    }
     tmp.as_file().sync_data()?;
     tmp.persist(path).map_err(|e| e.error)?;
     // The rename itself lives in the folder.
