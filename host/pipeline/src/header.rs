@@ -141,31 +141,40 @@ della dei delle nel nella alla tra fra \
 um uma uns umas do da dos das na nas mas são estão eu você vocês ele eles meu minha seu sua \
 muito obrigado obrigada olá não isso isto esse essa aquilo";
 
-/// The stopwords, and which first bytes each length of them starts with:
-/// a word whose length and first byte no stopword has (most content words)
-/// is known not to be one without hashing it.
+/// The stopwords, and which first two bytes each length of them starts
+/// with: a word whose length and first two bytes no stopword has (most
+/// content words) is known not to be one without hashing it. (By the first
+/// byte alone, a third of an import's words were hashed to find out.)
 struct Stopwords {
     set: FxHashSet<&'static str>,
-    /// Bit `b % 64` of `starts[len]`: a stopword of `len` bytes starts
-    /// with a byte `b`.
-    starts: Vec<u64>,
+    /// Bit `(a % 64) * 64 + b % 64` of `starts[len]`, as 64 words: a
+    /// stopword of `len` bytes starts with the bytes `a`, `b` (`b` is 0 for
+    /// a word of one byte).
+    starts: Vec<[u64; 64]>,
 }
 
 impl Stopwords {
+    fn bit(word: &[u8]) -> Option<(usize, u64)> {
+        let (&a, b) = (word.first()?, word.get(1).copied().unwrap_or(0));
+        Some((usize::from(a % 64), 1 << (b % 64)))
+    }
+
     fn contains(&self, lower: &str) -> bool {
-        let (Some(&first), Some(&starts)) =
-            (lower.as_bytes().first(), self.starts.get(lower.len()))
+        let (Some((row, bit)), Some(starts)) =
+            (Self::bit(lower.as_bytes()), self.starts.get(lower.len()))
         else {
             return false;
         };
-        starts & (1 << (first % 64)) != 0 && self.set.contains(lower)
+        starts[row] & bit != 0 && self.set.contains(lower)
     }
 
     fn of(words: &'static str) -> Self {
         let set: FxHashSet<&'static str> = words.split_whitespace().collect();
-        let mut starts = vec![0u64; set.iter().map(|w| w.len()).max().unwrap_or(0) + 1];
+        let mut starts = vec![[0u64; 64]; set.iter().map(|w| w.len()).max().unwrap_or(0) + 1];
         for w in &set {
-            starts[w.len()] |= 1 << (w.as_bytes()[0] % 64);
+            if let Some((row, bit)) = Self::bit(w.as_bytes()) {
+                starts[w.len()][row] |= bit;
+            }
         }
         Stopwords { set, starts }
     }
