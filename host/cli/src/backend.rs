@@ -205,5 +205,7 @@ pub fn open(
     embedding: &EmbeddingConfig,
 ) -> Result<Index, CliError> {
     let store = store(root, index, index.backend)?;
-    Ok(Index::new(store, embedder(root, embedding)?))
+    // Hits' text comes from their chunk files (the embedded store keeps no
+    // copy of it).
+    Ok(Index::new(store, embedder(root, embedding)?).with_documents(root))
 }

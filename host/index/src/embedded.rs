@@ -28,11 +28,16 @@ use crate::bm25::{self, Lengths};
 use crate::{ChunkMeta, ChunkRecord, Filter, Hit, IndexError, Store};
 
 /// The keyword index: BM25 over the documents, words stemmed (Porter), so
-/// "painting" finds "painted". (A macro: `SCHEMA` is built with `concat!`.)
+/// "painting" finds "painted". Contentless: the store keeps no copy of the
+/// documents (the chunk files hold them; a hit's text is composed from its
+/// file, see `Index::with_documents`), and a row is taken out by its rowid
+/// (`contentless_delete`). Keeping a copy made the store twice the size and
+/// every chunk's row a page of its own, ~3 % of an import's CPU. (A macro:
+/// `SCHEMA` is built with `concat!`.)
 macro_rules! fts_table {
     () => {
         "CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-    document, content='chunks', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2'
+    document, content='', contentless_delete=1, tokenize='porter unicode61 remove_diacritics 2'
 );"
     };
 }
@@ -64,7 +69,6 @@ CREATE TABLE IF NOT EXISTS chunks (
     turn_range TEXT NOT NULL,
     source_file TEXT NOT NULL,
     path TEXT NOT NULL,
-    document TEXT NOT NULL,
     embedding BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS chunks_timestamp ON chunks(timestamp);
@@ -246,7 +250,8 @@ fn from_blob(b: &[u8], out: &mut Vec<f32>) {
     );
 }
 
-const COLUMNS: &str = "chunk_id, timestamp, platform, agent_id, conversation_id, title, topics, model, turn_range, source_file, path, document";
+/// A hit's columns (its text is not among them: see `fts_table!`).
+const COLUMNS: &str = "chunk_id, timestamp, platform, agent_id, conversation_id, title, topics, model, turn_range, source_file, path";
 
 fn hit_from_row(r: &rusqlite::Row<'_>, score: f32) -> rusqlite::Result<Hit> {
     let topics: String = r.get(6)?;
@@ -265,7 +270,7 @@ fn hit_from_row(r: &rusqlite::Row<'_>, score: f32) -> rusqlite::Result<Hit> {
             source_file: r.get(9)?,
             path: r.get(10)?,
         },
-        document: r.get(11)?,
+        document: String::new(),
     })
 }
 
@@ -371,29 +376,37 @@ const NEIGHBOUR_SHARE: f64 = 0.3;
 /// agent's 300 (LoCoMo: 4 → 168 ms per question).
 const SCOPE_TINY: i64 = 64;
 
-/// An index made before the keyword index stemmed words gets its keyword
-/// index rebuilt once, from the documents it already holds.
-fn restem(conn: &Connection) -> rusqlite::Result<()> {
-    let sql: String = conn.query_row(
-        "SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'",
+/// A store made before the keyword index was contentless (its chunks kept
+/// their documents, which the keyword index read; some, older still, did not
+/// stem words) gets its keyword index made anew from those documents, once,
+/// and the documents dropped.
+fn contentless(conn: &Connection) -> rusqlite::Result<()> {
+    let has_documents: bool = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM pragma_table_info('chunks') WHERE name = 'document')",
         [],
         |r| r.get(0),
     )?;
-    if sql.contains("porter") {
+    if !has_documents {
         return Ok(());
     }
-    tracing::info!("rebuilding the keyword index with stemming");
+    tracing::info!("rebuilding the keyword index without a copy of the documents");
     conn.execute_batch(concat!(
-        "BEGIN; DROP TABLE chunks_fts; ",
+        "BEGIN IMMEDIATE; DROP TABLE chunks_fts; ",
         fts_table!(),
-        " INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild');",
-        // Document lengths change with the tokenizer: a store that holds
+        " INSERT INTO chunks_fts(rowid, document) SELECT id, document FROM chunks;
+          ALTER TABLE chunks DROP COLUMN document;",
+        // Document lengths may change with the tokenizer: a store that holds
         // them must see a new generation.
         " INSERT INTO meta(key, value) VALUES ('generation', '1')
             ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1;",
         " COMMIT;"
     ))
 }
+
+/// Documents put in the keyword index by one statement, at most (two
+/// parameters each, well under SQLite's limit of 32,766). An import writes
+/// 256 at a time: one statement, one new segment.
+const KEYWORD_ROWS: usize = 1024;
 
 /// FTS5 merges its segments once `AUTOMERGE` of them sit at one level (its
 /// default is 4). Every write batch adds a segment, so at 4 an import spent a
@@ -439,7 +452,7 @@ impl SqliteStore {
             )),
             retryable: false,
         })?;
-        restem(&conn).map_err(|e| err(path, e))?;
+        contentless(&conn).map_err(|e| err(path, e))?;
         tune_merges(&conn).map_err(|e| err(path, e))?;
         let reader = Connection::open(path).map_err(|e| err(path, e))?;
         reader
@@ -566,33 +579,39 @@ impl SqliteStore {
         }
     }
 
-    /// Takes the documents `unindex` (rowid, the text that was indexed) out
-    /// of the keyword index and puts the chunks `index` in, one statement
-    /// each, as the last writes of the transaction `tx`. FTS5 writes its
-    /// pending terms out as a new segment at every statement savepoint once
-    /// it is part of a transaction, so per-row triggers made one segment
-    /// per chunk, merged over and over (a third of an import's index time).
+    /// Takes the rows `unindex` out of the keyword index and puts the
+    /// documents `index` (rowid, text) in, one statement each, as the last
+    /// writes of the transaction `tx`. FTS5 writes its pending terms out as
+    /// a new segment at every statement savepoint once it is part of a
+    /// transaction, so per-row statements made one segment per chunk, merged
+    /// over and over (a third of an import's index time).
     fn write_keyword_index(
         &self,
         tx: &Connection,
-        unindex: &[(i64, String)],
-        index: &[i64],
+        unindex: &[i64],
+        index: &[(i64, &str)],
     ) -> Result<(), IndexError> {
         if !unindex.is_empty() {
             tx.execute(
-                "INSERT INTO chunks_fts(chunks_fts, rowid, document)
-                 SELECT 'delete', value ->> 0, value ->> 1 FROM json_each(?1)",
+                "DELETE FROM chunks_fts WHERE rowid IN (SELECT value FROM json_each(?1))",
                 [serde_json::to_string(unindex).map_err(|e| self.e(e))?],
             )
             .map_err(|e| self.e(e))?;
         }
-        if !index.is_empty() {
-            tx.execute(
-                "INSERT INTO chunks_fts(rowid, document)
-                 SELECT id, document FROM chunks WHERE id IN (SELECT value FROM json_each(?1))",
-                [serde_json::to_string(index).map_err(|e| self.e(e))?],
-            )
-            .map_err(|e| self.e(e))?;
+        // The documents as parameters of one statement (`VALUES (?, ?), …`):
+        // handed over as JSON, escaping and parsing them was 3.6 % of an
+        // import's CPU.
+        for rows in index.chunks(KEYWORD_ROWS) {
+            let sql = format!(
+                "INSERT INTO chunks_fts(rowid, document) VALUES {}",
+                vec!["(?, ?)"; rows.len()].join(", ")
+            );
+            let mut insert = tx.prepare_cached(&sql).map_err(|e| self.e(e))?;
+            let params: Vec<&dyn rusqlite::ToSql> = rows
+                .iter()
+                .flat_map(|(id, doc)| [id as &dyn rusqlite::ToSql, doc as &dyn rusqlite::ToSql])
+                .collect();
+            insert.execute(params.as_slice()).map_err(|e| self.e(e))?;
         }
         Ok(())
     }
@@ -761,12 +780,12 @@ impl Store for SqliteStore {
         )
         .map_err(|e| self.e(e))?;
         let mut written = Vec::with_capacity(records.len());
-        // What the keyword index loses (a replaced document) and gains.
-        let mut unindex: Vec<(i64, String)> = Vec::new();
-        let mut index: Vec<i64> = Vec::with_capacity(records.len());
+        // What the keyword index loses (a replaced chunk's row) and gains.
+        let mut unindex: Vec<i64> = Vec::new();
+        let mut index: Vec<(i64, &str)> = Vec::with_capacity(records.len());
         {
             let mut existing = tx
-                .prepare_cached("SELECT id, document FROM chunks WHERE chunk_id = ?1")
+                .prepare_cached("SELECT id FROM chunks WHERE chunk_id = ?1")
                 .map_err(|e| self.e(e))?;
             // A plain INSERT of a new row, an UPDATE by rowid of a known one:
             // an upsert (`ON CONFLICT … DO UPDATE`) is a statement that may
@@ -775,22 +794,22 @@ impl Store for SqliteStore {
             // per chunk: most of an import's page faults).
             let mut insert = tx
                 .prepare_cached(
-                    "INSERT INTO chunks (chunk_id, timestamp, platform, agent_id, conversation_id, title, topics, model, turn_range, source_file, path, document, embedding)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                    "INSERT INTO chunks (chunk_id, timestamp, platform, agent_id, conversation_id, title, topics, model, turn_range, source_file, path, embedding)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
                 )
                 .map_err(|e| self.e(e))?;
             let mut update = tx
                 .prepare_cached(
                     "UPDATE chunks SET chunk_id = ?1, timestamp = ?2, platform = ?3, agent_id = ?4,
                        conversation_id = ?5, title = ?6, topics = ?7, model = ?8, turn_range = ?9,
-                       source_file = ?10, path = ?11, document = ?12, embedding = ?13
-                     WHERE id = ?14",
+                       source_file = ?10, path = ?11, embedding = ?12
+                     WHERE id = ?13",
                 )
                 .map_err(|e| self.e(e))?;
             for (r, v) in records.iter().zip(vectors) {
                 let m = &r.meta;
-                let old: Option<(i64, String)> = existing
-                    .query_row([&r.chunk_id], |row| Ok((row.get(0)?, row.get(1)?)))
+                let old: Option<i64> = existing
+                    .query_row([&r.chunk_id], |row| row.get(0))
                     .optional()
                     .map_err(|e| self.e(e))?;
                 let topics = serde_json::to_string(&m.topics).unwrap_or_else(|_| "[]".into());
@@ -806,11 +825,10 @@ impl Store for SqliteStore {
                     m.turn_range,
                     m.source_file,
                     m.path,
-                    r.document,
                     to_blob(v),
                 ];
                 let id: i64 = match &old {
-                    Some((id, _)) => {
+                    Some(id) => {
                         let mut with_id = values.to_vec();
                         with_id.push(id);
                         update.execute(with_id.as_slice()).map_err(|e| self.e(e))?;
@@ -821,16 +839,16 @@ impl Store for SqliteStore {
                         tx.last_insert_rowid()
                     }
                 };
-                match old {
-                    Some((_, doc)) if doc == r.document => {}
+                match old.and_then(|old| index.iter().position(|(i, _)| *i == old)) {
                     // Written earlier in this batch: not in the keyword
-                    // index yet, nothing to take out.
-                    Some((old_id, _)) if index.contains(&old_id) => {}
-                    Some(old) => {
-                        unindex.push(old);
-                        index.push(id);
+                    // index yet; the later text is the one to index.
+                    Some(at) => index[at].1 = &r.document,
+                    None => {
+                        if let Some(old) = old {
+                            unindex.push(old);
+                        }
+                        index.push((id, &r.document));
                     }
-                    None => index.push(id),
                 }
                 written.push((
                     Row {
@@ -859,11 +877,11 @@ impl Store for SqliteStore {
         let mut unindex = Vec::new();
         {
             let mut del = tx
-                .prepare_cached("DELETE FROM chunks WHERE chunk_id = ?1 RETURNING id, document")
+                .prepare_cached("DELETE FROM chunks WHERE chunk_id = ?1 RETURNING id")
                 .map_err(|e| self.e(e))?;
             for id in chunk_ids {
                 if let Some(gone) = del
-                    .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .query_row([id], |r| r.get(0))
                     .optional()
                     .map_err(|e| self.e(e))?
                 {
@@ -1002,7 +1020,7 @@ impl Store for SqliteStore {
             k,
             filter,
             // bm25() is lower-is-better and negative; flip it.
-            |r| r.get::<_, f64>(12).map(|rank| (-rank) as f32),
+            |r| r.get::<_, f64>(11).map(|rank| (-rank) as f32),
         )
     }
 
@@ -1883,32 +1901,112 @@ mod tests {
     }
 
     #[test]
-    fn an_index_from_before_stemming_is_rebuilt_on_open() {
+    fn a_store_that_kept_its_documents_is_made_contentless_on_open() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("index.sqlite3");
+        // What a store made by an earlier chatmill looks like: the documents
+        // in the chunks table, a keyword index that reads them (and did not
+        // stem words), kept by a trigger.
+        let old = rec("a", 1, "local", "x", "painting sunrises by the lake");
         {
-            let ix = index(dir.path());
-            ix.index(&[rec("a", 1, "local", "x", "painting sunrises by the lake")])
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "PRAGMA journal_mode = WAL;
+                 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                 INSERT INTO meta VALUES ('generation', '3'), ('dim', '384'), ('model', 'lexical-hash-v1-384');
+                 CREATE TABLE chunks (id INTEGER PRIMARY KEY, chunk_id TEXT NOT NULL UNIQUE, timestamp INTEGER NOT NULL,
+                   platform TEXT NOT NULL, agent_id TEXT NOT NULL, conversation_id TEXT NOT NULL, title TEXT,
+                   topics TEXT NOT NULL, model TEXT NOT NULL, turn_range TEXT NOT NULL, source_file TEXT NOT NULL,
+                   path TEXT NOT NULL, document TEXT NOT NULL, embedding BLOB NOT NULL);
+                 CREATE INDEX chunks_timestamp ON chunks(timestamp);
+                 CREATE VIRTUAL TABLE chunks_fts USING fts5(document, content='chunks', content_rowid='id', tokenize='unicode61 remove_diacritics 2');
+                 CREATE TRIGGER chunks_ai AFTER INSERT ON chunks BEGIN
+                   INSERT INTO chunks_fts(rowid, document) VALUES (new.id, new.document);
+                 END;",
+            )
+            .unwrap();
+            let v = Lexical::default()
+                .embed(&[old.embed_text.as_str()])
                 .unwrap();
+            let m = &old.meta;
+            conn.execute(
+                "INSERT INTO chunks (chunk_id, timestamp, platform, agent_id, conversation_id, title, topics, model, turn_range, source_file, path, document, embedding)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, '[]', ?7, ?8, ?9, ?10, ?11, ?12)",
+                params![old.chunk_id, m.timestamp, m.platform, m.agent_id, m.conversation_id, m.title, m.model, m.turn_range, m.source_file, m.path, old.document, to_blob(&v[0])],
+            )
+            .unwrap();
         }
-        // What an index made by an earlier chatmill looks like.
-        let conn = Connection::open(&path).unwrap();
-        conn.execute_batch(
-            "DROP TABLE chunks_fts;
-             CREATE VIRTUAL TABLE chunks_fts USING fts5(document, content='chunks', content_rowid='id', tokenize='unicode61 remove_diacritics 2');
-             INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild');",
-        )
-        .unwrap();
-        drop(conn);
         let ix = index(dir.path());
+        let columns: Vec<String> = Connection::open(&path)
+            .unwrap()
+            .prepare("SELECT name FROM pragma_table_info('chunks')")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(!columns.iter().any(|c| c == "document"), "{columns:?}");
+        // The old document is found, stemmed, and by meaning.
         let mut q = SearchRequest::new("painted sunrise");
         q.mode = Mode::Keyword;
         assert_eq!(ids(&ix.search(&q).unwrap()), ["a"]);
-        // New writes reach the rebuilt keyword index through the triggers.
-        ix.index(&[rec("b", 2, "local", "x", "baking bread")])
-            .unwrap();
+        q.mode = Mode::Semantic;
+        assert_eq!(ids(&ix.search(&q).unwrap()), ["a"]);
+        // New writes and replaces reach the keyword index; opening again
+        // changes nothing.
+        drop(ix);
+        let ix = index(dir.path());
+        ix.index(&[
+            rec("b", 2, "local", "x", "baking bread"),
+            rec("a", 1, "local", "x", "rowing at dawn"),
+        ])
+        .unwrap();
+        q.mode = Mode::Keyword;
         q.queries[0].text = "baked".into();
         assert_eq!(ids(&ix.search(&q).unwrap()), ["b"]);
+        q.queries[0].text = "painted".into();
+        assert!(ids(&ix.search(&q).unwrap()).is_empty());
+        q.queries[0].text = "rowed".into();
+        assert_eq!(ids(&ix.search(&q).unwrap()), ["a"]);
+    }
+
+    #[test]
+    fn hits_take_their_text_from_their_chunk_files_and_a_missing_one_is_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = "---\nchunk_id: a\n---\n\n## Context\n\nnginx returns 504\n";
+        std::fs::write(dir.path().join("a.md"), file).unwrap();
+        let mut a = rec("a", 1, "local", "x", "nginx returns 504");
+        a.document = crate::document::compose(a.meta.title.as_deref(), &a.meta.topics, file);
+        index(dir.path())
+            .index(&[a.clone(), rec("b", 2, "local", "x", "nginx proxy settings")])
+            .unwrap();
+        let ix = index(dir.path()).with_documents(dir.path());
+        for mode in [Mode::Keyword, Mode::Semantic, Mode::Hybrid, Mode::Recent] {
+            let mut q = SearchRequest::new("nginx 504");
+            q.mode = mode;
+            let r = ix.search(&q).unwrap();
+            let hit = r.hits.iter().find(|h| h.chunk_id == "a").unwrap();
+            assert_eq!(hit.document, a.document, "{mode:?}");
+            assert!(
+                hit.document
+                    .starts_with("# Title a\nTopics: t\n\n## Context")
+            );
+            // `b.md` was never written: its hit has no text, and says why.
+            let b = r.hits.iter().find(|h| h.chunk_id == "b").unwrap();
+            assert!(b.document.is_empty(), "{mode:?}");
+            assert!(
+                r.warnings
+                    .iter()
+                    .any(|w| w.contains("`b.md`") && w.contains("verify --repair")),
+                "{mode:?}: {:?}",
+                r.warnings
+            );
+        }
+        // Without a root, the store's hits carry no text.
+        let r = index(dir.path())
+            .search(&SearchRequest::new("nginx"))
+            .unwrap();
+        assert!(r.hits.iter().all(|h| h.document.is_empty()));
     }
 
     #[test]

@@ -23,6 +23,7 @@ mod bert;
 mod bm25;
 pub mod cache;
 pub mod chroma;
+pub mod document;
 pub mod embedded;
 pub mod lexical;
 #[cfg(feature = "minilm")]

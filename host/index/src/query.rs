@@ -205,11 +205,55 @@ const RRF_K: f32 = 3.0;
 pub struct Index {
     pub store: Arc<dyn Store>,
     pub embedder: Arc<dyn Embedder>,
+    /// The root the hits' chunk files are under, for the text of hits a
+    /// store keeps none of ([`Index::with_documents`]).
+    documents: Option<std::path::PathBuf>,
 }
 
 impl Index {
     pub fn new(store: Arc<dyn Store>, embedder: Arc<dyn Embedder>) -> Self {
-        Self { store, embedder }
+        Self {
+            store,
+            embedder,
+            documents: None,
+        }
+    }
+
+    /// Gives the hits of a store that keeps no text (the embedded one) their
+    /// document, composed from their chunk files under `root` (the paths in
+    /// their metadata are relative to it) — for the `k` hits a search
+    /// returns, not for every candidate it ranked.
+    pub fn with_documents(mut self, root: impl Into<std::path::PathBuf>) -> Self {
+        self.documents = Some(root.into());
+        self
+    }
+
+    /// Fills in the text of `out`'s hits that have none; a chunk file that
+    /// cannot be read leaves its hit without text, and says so.
+    fn fill_documents(&self, out: &mut SearchResults) {
+        let Some(root) = &self.documents else {
+            return;
+        };
+        let mut missing = Vec::new();
+        for hit in out.hits.iter_mut().filter(|h| h.document.is_empty()) {
+            match std::fs::read_to_string(root.join(&hit.meta.path)) {
+                Ok(text) => {
+                    hit.document = crate::document::compose(
+                        hit.meta.title.as_deref(),
+                        &hit.meta.topics,
+                        &text,
+                    );
+                }
+                Err(e) => missing.push(format!("`{}` ({e})", hit.meta.path)),
+            }
+        }
+        if !missing.is_empty() {
+            out.warnings.push(format!(
+                "{} hit(s) without text: their chunk files cannot be read: {}; `chatmill verify --repair` brings the index in line with the chunk files",
+                missing.len(),
+                missing.join(", ")
+            ));
+        }
     }
 
     /// Embeds (in batches of 64) and stores (in one upsert: a server store
@@ -224,6 +268,12 @@ impl Index {
     }
 
     pub fn search(&self, req: &SearchRequest) -> Result<SearchResults, IndexError> {
+        let mut out = self.ranked(req)?;
+        self.fill_documents(&mut out);
+        Ok(out)
+    }
+
+    fn ranked(&self, req: &SearchRequest) -> Result<SearchResults, IndexError> {
         let mut out = SearchResults::default();
         let k = req.k.clamp(1, 1000);
         if req.mode == Mode::Recent {

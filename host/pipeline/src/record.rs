@@ -19,33 +19,10 @@ pub fn embed_text(doc: &ChunkDoc) -> String {
 }
 
 /// What a chunk is indexed (and found) as: its title and topics, then the
-/// sections after its frontmatter (`## Context`, `## Exchange`) as the file
-/// has them.
-///
-/// The rest of the frontmatter is left out: the metadata carries it, and its
-/// keys and ids, ~45 words every chunk shares (`source_platform`,
-/// `external`, a chunk id), were keyword-index noise that made every
-/// document longer to tokenize and to rank. The title and topics stay
-/// because a header written by a model need not repeat them.
+/// sections after its frontmatter (see [`chatmill_index::document`], which
+/// composes it again from the file for a hit).
 pub fn document(fm: &Frontmatter, text: &str) -> String {
-    let body = ChunkDoc::split(text).map_or(text, |(_, body)| body.trim_start_matches('\n'));
-    let title = fm.conversation_title.as_deref().map_or("", str::trim);
-    let mut out = String::with_capacity(title.len() + body.len() + 64);
-    if !title.is_empty() {
-        out.push_str("# ");
-        out.push_str(title);
-        out.push('\n');
-    }
-    if !fm.topics.is_empty() {
-        out.push_str("Topics: ");
-        out.push_str(&fm.topics.join(", "));
-        out.push('\n');
-    }
-    if !out.is_empty() {
-        out.push('\n');
-    }
-    out.push_str(body);
-    out
+    chatmill_index::document::compose(fm.conversation_title.as_deref(), &fm.topics, text)
 }
 
 /// The index record for a chunk whose file text is `text`, stored at `path`
