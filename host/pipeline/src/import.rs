@@ -428,12 +428,7 @@ fn import_one<'i>(w: &mut Work<'_, '_>, item: &'i Item) -> Option<&'i Item> {
     let (sha256, size) = match item.hash() {
         Ok(h) => h,
         Err(e) => {
-            w.summary.errors.push(FileProblem {
-                file: item.key.clone(),
-                reason: format!("cannot read it: {e}"),
-                hint: None,
-                retryable: true,
-            });
+            unreadable(w, &item.key, &e);
             return item.companion.as_deref();
         }
     };
@@ -493,12 +488,7 @@ fn import_new<'i>(w: &mut Work<'_, '_>, item: &'i Item) -> Option<&'i Item> {
     let size = match fs_err::File::open(path).and_then(|f| f.metadata()) {
         Ok(m) => m.len(),
         Err(e) => {
-            w.summary.errors.push(FileProblem {
-                file: item.key.clone(),
-                reason: format!("cannot read it: {e}"),
-                hint: None,
-                retryable: true,
-            });
+            unreadable(w, &item.key, &e);
             return None;
         }
     };
@@ -506,6 +496,17 @@ fn import_new<'i>(w: &mut Work<'_, '_>, item: &'i Item) -> Option<&'i Item> {
         let hashing = s.spawn(|| item.hash());
         import_parsed(w, ((item, Digest::Beside(size, hashing)), None))
     })
+}
+
+/// Reports that the input `key` cannot be read (`e`); a later run may
+/// read it.
+fn unreadable(w: &mut Work<'_, '_>, key: &str, e: &dyn std::fmt::Display) {
+    w.summary.errors.push(FileProblem {
+        file: key.to_string(),
+        reason: format!("cannot read it: {e}"),
+        hint: None,
+        retryable: true,
+    });
 }
 
 /// An input's content hash and size, as its import gets them.
@@ -538,12 +539,7 @@ fn record_file(
         {
             Ok((sha256, size)) => (record.sha256, record.size) = (sha256, size),
             Err(e) => {
-                w.summary.errors.push(FileProblem {
-                    file: key.to_string(),
-                    reason: format!("cannot read it: {e}"),
-                    hint: None,
-                    retryable: true,
-                });
+                unreadable(w, key, &e);
                 return;
             }
         }
@@ -664,12 +660,7 @@ fn import_parsed<'i>(
     let local = match item.materialize(&opts.root) {
         Ok(m) => m,
         Err(e) => {
-            w.summary.errors.push(FileProblem {
-                file: item.key.clone(),
-                reason: format!("cannot read it: {e}"),
-                hint: None,
-                retryable: true,
-            });
+            unreadable(w, &item.key, &e);
             return companion.map(|(c, _)| c);
         }
     };
