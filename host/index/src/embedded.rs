@@ -381,30 +381,45 @@ const SCOPE_TINY: i64 = 64;
 /// stem words) gets its keyword index made anew from those documents, once,
 /// and the documents dropped.
 fn contentless(conn: &Connection) -> rusqlite::Result<()> {
-    let has_documents: bool = conn.query_row(
-        "SELECT EXISTS (SELECT 1 FROM pragma_table_info('chunks') WHERE name = 'document')",
-        [],
-        |r| r.get(0),
-    )?;
-    if !has_documents {
+    let has_documents = || -> rusqlite::Result<bool> {
+        conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM pragma_table_info('chunks') WHERE name = 'document')",
+            [],
+            |r| r.get(0),
+        )
+    };
+    // Asked first without a lock (opening a current store writes nothing),
+    // then again under it: another process may have rebuilt it meanwhile.
+    if !has_documents()? {
         return Ok(());
     }
-    tracing::info!("rebuilding the keyword index without a copy of the documents");
-    conn.execute_batch(concat!(
-        "BEGIN IMMEDIATE; DROP TABLE chunks_fts; ",
-        fts_table!(),
-        " INSERT INTO chunks_fts(rowid, document) SELECT id, document FROM chunks;
-          ALTER TABLE chunks DROP COLUMN document;",
-        // Document lengths may change with the tokenizer: a store that holds
-        // them must see a new generation.
-        " INSERT INTO meta(key, value) VALUES ('generation', '1')
-            ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1;",
-        " COMMIT;"
-    ))?;
+    conn.execute_batch("BEGIN IMMEDIATE;")?;
+    let rebuilt = match has_documents() {
+        Ok(false) => conn.execute_batch("COMMIT;").map(|()| false),
+        Ok(true) => {
+            tracing::info!("rebuilding the keyword index without a copy of the documents");
+            conn.execute_batch(concat!(
+                "DROP TABLE chunks_fts; ",
+                fts_table!(),
+                " INSERT INTO chunks_fts(rowid, document) SELECT id, document FROM chunks;
+                  ALTER TABLE chunks DROP COLUMN document;",
+                // Document lengths may change with the tokenizer: a store that
+                // holds them must see a new generation.
+                " INSERT INTO meta(key, value) VALUES ('generation', '1')
+                    ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1;",
+                " COMMIT;"
+            ))
+            .map(|()| true)
+        }
+        Err(e) => Err(e),
+    };
+    let rebuilt = rebuilt.inspect_err(|_| {
+        let _ = conn.execute_batch("ROLLBACK;");
+    })?;
     // The documents' pages are free now; the file gives them back (about
-    // half of it). Not needed for anything else: a failure only leaves the
-    // file larger.
-    if let Err(e) = conn.execute_batch("VACUUM;") {
+    // half of it), and the log the copy went through is emptied. Needed for
+    // nothing else: a failure only leaves the files larger.
+    if rebuilt && let Err(e) = conn.execute_batch("VACUUM; PRAGMA wal_checkpoint(TRUNCATE);") {
         tracing::warn!("the index file keeps its former size: {e}");
     }
     Ok(())
@@ -1605,15 +1620,27 @@ mod tests {
         }
         let ix = index(dir.path());
         let integrity = || {
-            // FTS5's own check, rank 1: the index against the chunks table.
-            SqliteStore::open(&path)
-                .unwrap()
-                .conn()
-                .execute(
-                    "INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)",
-                    [],
-                )
-                .unwrap();
+            // FTS5's own check of its structure (a contentless index has no
+            // content to hold it against), and its rows are the chunks'.
+            let store = SqliteStore::open(&path).unwrap();
+            let conn = store.conn();
+            conn.execute(
+                "INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)",
+                [],
+            )
+            .unwrap();
+            let rows = |sql: &str| -> Vec<i64> {
+                conn.prepare(sql)
+                    .unwrap()
+                    .query_map([], |r| r.get(0))
+                    .unwrap()
+                    .collect::<Result<_, _>>()
+                    .unwrap()
+            };
+            assert_eq!(
+                rows("SELECT rowid FROM chunks_fts ORDER BY rowid"),
+                rows("SELECT id FROM chunks ORDER BY id")
+            );
         };
         let found = |text: &str| {
             let mut q = SearchRequest::new(text);

@@ -485,17 +485,54 @@ fn import_new<'i>(w: &mut Work<'_, '_>, item: &'i Item) -> Option<&'i Item> {
     };
     // Opened, not only listed: a file that cannot be read is reported as
     // it was when its hash came first.
-    let size = match fs_err::File::open(path).and_then(|f| f.metadata()) {
-        Ok(m) => m.len(),
+    let listed = match fs_err::File::open(path).and_then(|f| f.metadata()) {
+        Ok(m) => (m.len(), m.modified().ok()),
         Err(e) => {
             unreadable(w, &item.key, &e);
             return None;
         }
     };
     std::thread::scope(|s| {
-        let hashing = s.spawn(|| item.hash());
-        import_parsed(w, ((item, Digest::Beside(size, hashing)), None))
+        let hashing = Hashing {
+            handle: s.spawn(|| item.hash()),
+            path,
+            listed,
+        };
+        import_parsed(w, ((item, Digest::Beside(hashing)), None))
     })
+}
+
+/// A file's hash being read beside its parse, and the file's size and
+/// modification time as the import found it.
+struct Hashing<'s> {
+    handle: std::thread::ScopedJoinHandle<'s, std::io::Result<(String, u64)>>,
+    path: &'s std::path::Path,
+    listed: (u64, Option<std::time::SystemTime>),
+}
+
+impl Hashing<'_> {
+    /// The file's content hash and size, unless the file changed while it
+    /// was read (a session still being written: the hash could cover
+    /// bytes the parse did not see), which leaves the hash empty so that
+    /// the next import reads the file again.
+    fn finish(self) -> std::io::Result<(String, u64)> {
+        let (sha256, size) = self
+            .handle
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+        let now = fs_err::metadata(self.path)
+            .ok()
+            .map(|m| (m.len(), m.modified().ok()));
+        if size == self.listed.0 && now == Some(self.listed) {
+            Ok((sha256, size))
+        } else {
+            tracing::info!(
+                "`{}` changed while it was read: it is read again by the next import",
+                self.path.display()
+            );
+            Ok((String::new(), size))
+        }
+    }
 }
 
 /// Reports that the input `key` cannot be read (`e`); a later run may
@@ -513,34 +550,30 @@ fn unreadable(w: &mut Work<'_, '_>, key: &str, e: &dyn std::fmt::Display) {
 enum Digest<'s> {
     /// Read before: the manifest compared it.
     Known(String, u64),
-    /// Being read on another thread; the size is the file's as listed.
-    Beside(
-        u64,
-        std::thread::ScopedJoinHandle<'s, std::io::Result<(String, u64)>>,
-    ),
+    /// Being read on another thread.
+    Beside(Hashing<'s>),
     /// Read as the input is copied out (a zip entry).
     InCopy,
 }
 
 /// Records `record` for `key` with its content hash, once that is read
-/// (`hashing`). An input whose hash could not be read is reported and left
-/// out of the manifest: the next import reads it again, and its chunks,
-/// already written, are not written twice.
+/// (`hashing`). An input whose hash could not be read is recorded without
+/// one, so the next import reads it again (its chunks, already written,
+/// are not written twice); that it could not be read is reported unless
+/// its import reported a failure already.
 fn record_file(
     w: &mut Work<'_, '_>,
     key: &str,
     mut record: FileRecord,
-    hashing: Option<std::thread::ScopedJoinHandle<'_, std::io::Result<(String, u64)>>>,
+    hashing: Option<Hashing<'_>>,
 ) {
-    if let Some(hashing) = hashing {
-        match hashing
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-        {
-            Ok((sha256, size)) => (record.sha256, record.size) = (sha256, size),
-            Err(e) => {
+    match hashing.map(Hashing::finish) {
+        None => {}
+        Some(Ok((sha256, size))) => (record.sha256, record.size) = (sha256, size),
+        Some(Err(e)) => {
+            record.sha256.clear();
+            if record.status == FileStatus::Processed {
                 unreadable(w, key, &e);
-                return;
             }
         }
     }
@@ -666,7 +699,7 @@ fn import_parsed<'i>(
     };
     let (sha256, size, hashing) = match digest {
         Digest::Known(sha256, size) => (sha256, size, None),
-        Digest::Beside(size, hashing) => (String::new(), size, Some(hashing)),
+        Digest::Beside(hashing) => (String::new(), hashing.listed.0, Some(hashing)),
         Digest::InCopy => {
             let (sha256, size) = local
                 .digest
@@ -1010,6 +1043,42 @@ mod tests {
     use super::*;
     use crate::header::ExtractiveWriter;
     use chatmill_runtime::{AdapterSet, Limits, Runtime};
+
+    #[test]
+    fn a_file_that_changes_while_it_is_hashed_is_recorded_without_a_hash() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("session.jsonl");
+        std::fs::write(&path, "{\"a\":1}\n").unwrap();
+        let items = |p: &std::path::Path| inventory::collect(&[p.to_path_buf()]).unwrap().0;
+        let (item, changed) = (&items(&path)[0], &items(&path)[0]);
+        let listed = |p: &std::path::Path| {
+            let m = std::fs::metadata(p).unwrap();
+            (m.len(), m.modified().ok())
+        };
+        std::thread::scope(|s| {
+            let same = Hashing {
+                handle: s.spawn(|| item.hash()),
+                path: &path,
+                listed: listed(&path),
+            };
+            let (sha, size) = same.finish().unwrap();
+            assert_eq!(
+                (sha, size),
+                item.hash().unwrap(),
+                "an unchanged file keeps its hash"
+            );
+
+            let growing = Hashing {
+                handle: s.spawn(|| changed.hash()),
+                path: &path,
+                listed: listed(&path),
+            };
+            // Written to (another line) while it is read.
+            std::fs::write(&path, "{\"a\":1}\n{\"b\":2}\n").unwrap();
+            let (sha, _) = growing.finish().unwrap();
+            assert!(sha.is_empty(), "read again by the next import");
+        });
+    }
 
     #[test]
     fn temp_files_are_swept_only_while_holding_the_root_lock() {

@@ -169,7 +169,7 @@ impl Manifest {
         // whole in memory first was most of an import's last tenth of a
         // second, on one core.
         crate::atomic::write_durable_with(path, |out| {
-            serde_json::to_writer_pretty(out, self).map_err(std::io::Error::other)
+            serde_json::to_writer_pretty(out, self).map_err(std::io::Error::from)
         })
         .map_err(write)
     }
