@@ -178,6 +178,8 @@ pub fn run(
     progress(Progress::Inventory { files: items.len() });
 
     let mut stamp = file_stamp(&manifest_path);
+    // Whether another writer changed the manifest during the run.
+    let mut others_wrote = false;
     let mut processor = Processor::new(opts.processor.clone(), svc.header, &manifest);
     let total = items.len();
     for (index, item) in items.iter().enumerate() {
@@ -192,6 +194,7 @@ pub fn run(
         let _lock = RootLock::acquire(&opts.root, Duration::from_secs(600))?;
         let now = file_stamp(&manifest_path);
         if now != stamp {
+            others_wrote = true;
             manifest = Manifest::load(&manifest_path)?;
             processor = Processor::new(opts.processor.clone(), svc.header, &manifest);
         }
@@ -211,6 +214,15 @@ pub fn run(
     }
     summary.chunks_total = manifest.chunk_count() as u32;
     if let Some(indexer) = svc.indexer {
+        // Another writer's chunks that its index left out (an inline
+        // server whose index failed) are taken in by this run, as before
+        // the catch-up moved to the start.
+        if others_wrote && index_failure.is_none() {
+            match catch_up(indexer, &manifest, out_dir) {
+                Ok(n) => summary.chunks_indexed += n,
+                Err(e) => index_failure = Some((0, e)),
+            }
+        }
         summary.index_total = indexer.count().ok();
         if let Some((n, e)) = index_failure {
             let what = if n > 0 {
@@ -1043,6 +1055,77 @@ mod tests {
     use super::*;
     use crate::header::ExtractiveWriter;
     use chatmill_runtime::{AdapterSet, Limits, Runtime};
+
+    #[test]
+    fn chunks_another_writer_records_during_an_import_are_indexed_by_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        let corpus =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
+        let rt = Runtime::new(Limits::default(), Some(&dir.path().join("cache"))).unwrap();
+        let builtins: Vec<chatmill_runtime::Builtin> = chatmill_builtin::ADAPTERS
+            .iter()
+            .map(|(name, wasm)| chatmill_runtime::Builtin { name, wasm })
+            .collect();
+        let adapters = AdapterSet::load(&rt, &builtins, None, &[]).unwrap();
+        let store =
+            chatmill_index::SqliteStore::open(&root.join(".chatmill/index.sqlite3")).unwrap();
+        let index = chatmill_index::Index::new(
+            std::sync::Arc::new(store),
+            std::sync::Arc::new(chatmill_index::Lexical::default()),
+        );
+        let svc = Services {
+            runtime: &rt,
+            adapters: &adapters,
+            header: &ExtractiveWriter,
+            indexer: Some(&index),
+        };
+        let opts = ImportOptions {
+            root: root.clone(),
+            inputs: vec![
+                corpus.join("chatgpt/librechat-chatgpt-tree.json"),
+                corpus.join("markdown/aider-chat-history-aider-repo-fixture-first-sessions.md"),
+            ],
+            format: None,
+            processor: ProcessorConfig {
+                naming: Default::default(),
+                out_dir: root.clone(),
+                agent_id: "external".into(),
+                render: Default::default(),
+                chunker: Default::default(),
+            },
+        };
+        // Between the two inputs, another writer records a chunk it wrote
+        // but did not index (as an inline server whose index was down).
+        let other = "local-other-001-2024-05-01";
+        let mut progress = |p: Progress<'_>| {
+            let Progress::File { index: 1, .. } = p else {
+                return;
+            };
+            let path = root.join(MANIFEST_FILE);
+            let mut m = Manifest::load(&path).unwrap();
+            let first = m.chunk_ids().into_iter().next().unwrap().to_string();
+            let text = std::fs::read_to_string(root.join(format!("{first}.md"))).unwrap();
+            std::fs::write(
+                root.join(format!("{other}.md")),
+                text.replace(&format!("chunk_id: {first}"), &format!("chunk_id: {other}")),
+            )
+            .unwrap();
+            m.conversations.insert(
+                "local:other".into(),
+                crate::manifest::ConversationRecord {
+                    last_pair: 1,
+                    chunk_ids: vec![other.into()],
+                },
+            );
+            m.save(&path).unwrap();
+        };
+        let s = run(&svc, &opts, &mut progress).unwrap();
+        assert!(s.errors.is_empty(), "{s:?}");
+        let ids = Indexer::ids(&index).unwrap();
+        assert!(ids.contains(other), "the other writer's chunk is indexed");
+        assert_eq!(ids.len() as u32, s.chunks_total, "{s:?}");
+    }
 
     #[test]
     fn a_file_that_changes_while_it_is_hashed_is_recorded_without_a_hash() {
