@@ -239,6 +239,26 @@ fn err(path: &Path, e: impl std::fmt::Display) -> IndexError {
     }
 }
 
+/// An error opening the store at `path`: another process holding it
+/// locked (a busy store, which a moment cures) told apart from the rest.
+fn open_err(path: &Path, e: rusqlite::Error, otherwise: IndexError) -> IndexError {
+    let busy = matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    );
+    if !busy {
+        return otherwise;
+    }
+    IndexError::Store {
+        store: format!("sqlite ({})", path.display()),
+        message: format!("the index is busy: another chatmill process is writing it ({e})"),
+        hint: Some(
+            "run the command again in a moment (an index made by an earlier chatmill is rebuilt once, the first time it is opened: seconds per 100k chunks)".into(),
+        ),
+        retryable: true,
+    }
+}
+
 fn to_blob(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
@@ -465,17 +485,26 @@ impl SqliteStore {
         let conn = Connection::open(path).map_err(|e| err(path, e))?;
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(|e| err(path, e))?;
-        conn.execute_batch(SCHEMA).map_err(|e| IndexError::Store {
-            store: format!("sqlite ({})", path.display()),
-            message: format!("not a usable chatmill index: {e}"),
-            hint: Some(format!(
-                "move `{}` aside and run `chatmill reindex` to rebuild it from the chunk files",
-                path.display()
-            )),
-            retryable: false,
+        conn.execute_batch(SCHEMA).map_err(|e| {
+            let unusable = IndexError::Store {
+                store: format!("sqlite ({})", path.display()),
+                message: format!("not a usable chatmill index: {e}"),
+                hint: Some(format!(
+                    "move `{}` aside and run `chatmill reindex` to rebuild it from the chunk files",
+                    path.display()
+                )),
+                retryable: false,
+            };
+            open_err(path, e, unusable)
         })?;
-        contentless(&conn).map_err(|e| err(path, e))?;
-        tune_merges(&conn).map_err(|e| err(path, e))?;
+        contentless(&conn).map_err(|e| {
+            let other = err(path, &e);
+            open_err(path, e, other)
+        })?;
+        tune_merges(&conn).map_err(|e| {
+            let other = err(path, &e);
+            open_err(path, e, other)
+        })?;
         let reader = Connection::open(path).map_err(|e| err(path, e))?;
         reader
             .busy_timeout(std::time::Duration::from_secs(5))
@@ -2046,6 +2075,34 @@ mod tests {
             .search(&SearchRequest::new("nginx"))
             .unwrap();
         assert!(r.hits.iter().all(|h| h.document.is_empty()));
+    }
+
+    #[test]
+    fn a_store_another_process_holds_is_busy_not_broken() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.sqlite3");
+        let holder = Connection::open(&path).unwrap();
+        holder
+            .execute_batch("PRAGMA journal_mode = WAL; BEGIN EXCLUSIVE; CREATE TABLE held (x);")
+            .unwrap();
+        let Err(e) = SqliteStore::open(&path) else {
+            panic!("opened a store another connection holds for writing");
+        };
+        let IndexError::Store {
+            message,
+            hint,
+            retryable,
+            ..
+        } = &e
+        else {
+            panic!("{e}");
+        };
+        assert!(message.contains("busy"), "{message}");
+        assert!(!message.contains("not a usable"), "{message}");
+        assert!(hint.as_deref().unwrap().contains("again in a moment"));
+        assert!(retryable);
+        holder.execute_batch("ROLLBACK;").unwrap();
+        SqliteStore::open(&path).unwrap();
     }
 
     #[test]
