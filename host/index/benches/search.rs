@@ -107,6 +107,11 @@ fn main() {
             });
             texts.push(text);
         }
+        // The chunk files, which a hit's text is read from (the store keeps
+        // no copy of it).
+        for r in &records {
+            std::fs::write(dir.path().join(&r.meta.path), &r.document).expect("chunk file");
+        }
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         let vectors = embedder.embed(&refs).expect("embed");
         store
@@ -115,10 +120,10 @@ fn main() {
     }
     let secs = started.elapsed().as_secs_f64();
     println!(
-        "inserted {n} chunks in {secs:.1} s ({:.0}/s, lexical embedding included)",
+        "inserted {n} chunks in {secs:.1} s ({:.0}/s, lexical embedding and chunk files included)",
         n as f64 / secs
     );
-    let index = Index::new(store, embedder);
+    let index = Index::new(store, embedder).with_documents(dir.path());
     assert_eq!(index.count().expect("count") as usize, n);
     let filtered = Filter {
         platform: Some("claude".into()),
@@ -190,8 +195,12 @@ fn main() {
             req.mode = mode;
             req.filter = filter.clone();
             let t = Instant::now();
-            index.search(&req).expect("search");
+            let found = index.search(&req).expect("search");
             lat.push(t.elapsed());
+            assert!(
+                found.hits.iter().all(|h| !h.document.is_empty()),
+                "every hit has its text"
+            );
         }
         report(label, &mut lat);
     }
