@@ -1056,6 +1056,22 @@ mod tests {
     use crate::header::ExtractiveWriter;
     use chatmill_runtime::{AdapterSet, Limits, Runtime};
 
+    /// An import of `inputs` into `root`, with the defaults.
+    fn options(root: &std::path::Path, inputs: Vec<PathBuf>) -> ImportOptions {
+        ImportOptions {
+            root: root.to_path_buf(),
+            inputs,
+            format: None,
+            processor: ProcessorConfig {
+                naming: Default::default(),
+                out_dir: root.to_path_buf(),
+                agent_id: "external".into(),
+                render: Default::default(),
+                chunker: Default::default(),
+            },
+        }
+    }
+
     #[test]
     fn chunks_another_writer_records_during_an_import_are_indexed_by_it() {
         let dir = tempfile::tempdir().unwrap();
@@ -1080,21 +1096,13 @@ mod tests {
             header: &ExtractiveWriter,
             indexer: Some(&index),
         };
-        let opts = ImportOptions {
-            root: root.clone(),
-            inputs: vec![
+        let opts = options(
+            &root,
+            vec![
                 corpus.join("chatgpt/librechat-chatgpt-tree.json"),
                 corpus.join("markdown/aider-chat-history-aider-repo-fixture-first-sessions.md"),
             ],
-            format: None,
-            processor: ProcessorConfig {
-                naming: Default::default(),
-                out_dir: root.clone(),
-                agent_id: "external".into(),
-                render: Default::default(),
-                chunker: Default::default(),
-            },
-        };
+        );
         // Between the two inputs, another writer records a chunk it wrote
         // but did not index (as an inline server whose index was down).
         let other = "local-other-001-2024-05-01";
@@ -1180,18 +1188,7 @@ mod tests {
             header: &ExtractiveWriter,
             indexer: None,
         };
-        let opts = ImportOptions {
-            root: root.clone(),
-            inputs: Vec::new(),
-            format: None,
-            processor: ProcessorConfig {
-                naming: Default::default(),
-                out_dir: root.clone(),
-                agent_id: "external".into(),
-                render: Default::default(),
-                chunker: Default::default(),
-            },
-        };
+        let opts = options(&root, Vec::new());
         std::thread::scope(|s| {
             let import = s.spawn(|| run(&svc, &opts, &mut |_| {}));
             std::thread::sleep(Duration::from_millis(300));
