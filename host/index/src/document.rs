@@ -35,12 +35,19 @@ pub fn compose(title: Option<&str>, topics: &[String], file_text: &str) -> Strin
     out
 }
 
-/// What follows a chunk file's frontmatter (the closing `---` line), its
-/// leading blank lines left out; the whole text if it has none.
+/// A chunk file's text as its frontmatter's YAML (with its last newline)
+/// and what follows the closing `---` line, unparsed; `None` when the text
+/// does not open a frontmatter and close it.
+pub fn split_frontmatter(text: &str) -> Option<(&str, &str)> {
+    let rest = text.strip_prefix("---\n")?;
+    let end = rest.find("\n---\n")?;
+    Some((&rest[..end + 1], &rest[end + 5..]))
+}
+
+/// What follows a chunk file's frontmatter, its leading blank lines left
+/// out; the whole text if it has none.
 fn body(text: &str) -> &str {
-    text.strip_prefix("---\n")
-        .and_then(|rest| rest.find("\n---\n").map(|end| &rest[end + 5..]))
-        .map_or(text, |b| b.trim_start_matches('\n'))
+    split_frontmatter(text).map_or(text, |(_, b)| b.trim_start_matches('\n'))
 }
 
 #[cfg(test)]

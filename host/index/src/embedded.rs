@@ -239,24 +239,21 @@ fn err(path: &Path, e: impl std::fmt::Display) -> IndexError {
     }
 }
 
-/// An error opening the store at `path`: another process holding it
-/// locked (a busy store, which a moment cures) told apart from the rest.
-fn open_err(path: &Path, e: rusqlite::Error, otherwise: IndexError) -> IndexError {
-    let busy = matches!(
+/// `e`, opening the store at `path`, as another process holding it locked
+/// (a busy store, which a moment cures); `None` for any other error.
+fn busy(path: &Path, e: &rusqlite::Error) -> Option<IndexError> {
+    matches!(
         e.sqlite_error_code(),
         Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
-    );
-    if !busy {
-        return otherwise;
-    }
-    IndexError::Store {
+    )
+    .then(|| IndexError::Store {
         store: format!("sqlite ({})", path.display()),
         message: format!("the index is busy: another chatmill process is writing it ({e})"),
         hint: Some(
             "run the command again in a moment (an index made by an earlier chatmill is rebuilt once, the first time it is opened: seconds per 100k chunks)".into(),
         ),
         retryable: true,
-    }
+    })
 }
 
 fn to_blob(v: &[f32]) -> Vec<u8> {
@@ -486,7 +483,7 @@ impl SqliteStore {
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(|e| err(path, e))?;
         conn.execute_batch(SCHEMA).map_err(|e| {
-            let unusable = IndexError::Store {
+            busy(path, &e).unwrap_or_else(|| IndexError::Store {
                 store: format!("sqlite ({})", path.display()),
                 message: format!("not a usable chatmill index: {e}"),
                 hint: Some(format!(
@@ -494,17 +491,11 @@ impl SqliteStore {
                     path.display()
                 )),
                 retryable: false,
-            };
-            open_err(path, e, unusable)
+            })
         })?;
-        contentless(&conn).map_err(|e| {
-            let other = err(path, &e);
-            open_err(path, e, other)
-        })?;
-        tune_merges(&conn).map_err(|e| {
-            let other = err(path, &e);
-            open_err(path, e, other)
-        })?;
+        let other = |e: rusqlite::Error| busy(path, &e).unwrap_or_else(|| err(path, e));
+        contentless(&conn).map_err(other)?;
+        tune_merges(&conn).map_err(other)?;
         let reader = Connection::open(path).map_err(|e| err(path, e))?;
         reader
             .busy_timeout(std::time::Duration::from_secs(5))

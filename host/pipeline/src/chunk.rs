@@ -187,13 +187,10 @@ impl ChunkDoc {
     /// A chunk file's text as its frontmatter's YAML (with its last
     /// newline) and what follows the closing `---` line, unparsed.
     pub fn split(text: &str) -> Result<(&str, &str), ChunkError> {
-        let rest = text
-            .strip_prefix("---\n")
-            .ok_or(ChunkError::NoFrontmatter)?;
-        let end = rest
-            .find("\n---\n")
-            .ok_or(ChunkError::UnclosedFrontmatter)?;
-        Ok((&rest[..end + 1], &rest[end + 5..]))
+        if !text.starts_with("---\n") {
+            return Err(ChunkError::NoFrontmatter);
+        }
+        chatmill_index::document::split_frontmatter(text).ok_or(ChunkError::UnclosedFrontmatter)
     }
 
     /// Parses a chunk file written by [`ChunkDoc::to_markdown`].

@@ -162,10 +162,13 @@ pub fn run(
     // is to compare is then only what earlier runs left (nothing, in a first
     // import), and the run does not end on a pass over every id.
     if let Some(indexer) = svc.indexer {
-        match catch_up(indexer, &manifest, out_dir) {
-            Ok(n) => summary.chunks_indexed += n,
-            Err(e) => index_failure = Some((0, e)),
-        }
+        catch_up_into(
+            indexer,
+            &manifest,
+            out_dir,
+            &mut summary,
+            &mut index_failure,
+        );
     }
     for b in broken {
         summary.errors.push(FileProblem {
@@ -218,10 +221,13 @@ pub fn run(
         // server whose index failed) are taken in by this run, as before
         // the catch-up moved to the start.
         if others_wrote && index_failure.is_none() {
-            match catch_up(indexer, &manifest, out_dir) {
-                Ok(n) => summary.chunks_indexed += n,
-                Err(e) => index_failure = Some((0, e)),
-            }
+            catch_up_into(
+                indexer,
+                &manifest,
+                out_dir,
+                &mut summary,
+                &mut index_failure,
+            );
         }
         summary.index_total = indexer.count().ok();
         if let Some((n, e)) = index_failure {
@@ -278,6 +284,20 @@ fn without_own_files(
             !own
         })
         .collect()
+}
+
+/// [`catch_up`], counted into `summary` or recorded as the index's failure.
+fn catch_up_into(
+    indexer: &dyn Indexer,
+    manifest: &Manifest,
+    out_dir: &std::path::Path,
+    summary: &mut Summary,
+    failure: &mut IndexFailure,
+) {
+    match catch_up(indexer, manifest, out_dir) {
+        Ok(n) => summary.chunks_indexed += n,
+        Err(e) => *failure = Some((0, e)),
+    }
 }
 
 /// Indexes the chunks the manifest has and the index lacks (a killed run,
@@ -702,7 +722,7 @@ fn import_parsed<'i>(
     ((item, digest), companion): Hashed<'i, '_>,
 ) -> Option<&'i Item> {
     let (svc, opts) = (w.svc, w.opts);
-    let local = match item.materialize(&opts.root) {
+    let mut local = match item.materialize(&opts.root) {
         Ok(m) => m,
         Err(e) => {
             unreadable(w, &item.key, &e);
@@ -715,7 +735,7 @@ fn import_parsed<'i>(
         Digest::InCopy => {
             let (sha256, size) = local
                 .digest
-                .clone()
+                .take()
                 .expect("a copied-out input is hashed as it is copied");
             (sha256, size, None)
         }
@@ -1140,8 +1160,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("session.jsonl");
         std::fs::write(&path, "{\"a\":1}\n").unwrap();
-        let items = |p: &std::path::Path| inventory::collect(&[p.to_path_buf()]).unwrap().0;
-        let (item, changed) = (&items(&path)[0], &items(&path)[0]);
+        let items = inventory::collect(std::slice::from_ref(&path)).unwrap().0;
+        let item = &items[0];
         let listed = |p: &std::path::Path| {
             let m = std::fs::metadata(p).unwrap();
             (m.len(), m.modified().ok())
@@ -1160,7 +1180,7 @@ mod tests {
             );
 
             let growing = Hashing {
-                handle: s.spawn(|| changed.hash()),
+                handle: s.spawn(|| item.hash()),
                 path: &path,
                 listed: listed(&path),
             };
