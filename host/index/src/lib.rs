@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 mod bert;
 mod bm25;
 pub mod cache;
+mod checkpoint;
 pub mod chroma;
 pub mod document;
 pub mod embedded;
