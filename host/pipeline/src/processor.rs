@@ -3,7 +3,7 @@
 //! written atomically, and recorded in the manifest. Shared by batch import
 //! and inline mode.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
 
@@ -151,7 +151,42 @@ pub struct Processor<'a> {
     header: &'a dyn HeaderWriter,
     // Behind a lock so that conversations are prepared while earlier ones
     // are committed (`prepare` reads it, `commit` adds to it).
-    existing: Mutex<BTreeSet<String>>,
+    existing: Mutex<Known>,
+}
+
+/// The chunk ids already recorded, kept as 128-bit hashes: ~20 bytes an id
+/// where a set of the strings took ~100 (the manifest lists every id twice
+/// already, so this set was a third of what an import holds per chunk). Two
+/// ids share a hash with odds of ~10⁻²⁷ among a million.
+#[derive(Default)]
+struct Known(rustc_hash::FxHashSet<u128>);
+
+impl Known {
+    fn hash(id: &str) -> u128 {
+        use std::hash::{DefaultHasher, Hasher};
+        let half = |seed: u8| {
+            let mut h = DefaultHasher::new();
+            h.write_u8(seed);
+            h.write(id.as_bytes());
+            h.finish()
+        };
+        (u128::from(half(0)) << 64) | u128::from(half(1))
+    }
+
+    fn contains(&self, id: &str) -> bool {
+        self.0.contains(&Self::hash(id))
+    }
+
+    /// Whether `id` was new.
+    fn insert(&mut self, id: &str) -> bool {
+        self.0.insert(Self::hash(id))
+    }
+}
+
+impl<'s> FromIterator<&'s str> for Known {
+    fn from_iter<I: IntoIterator<Item = &'s str>>(ids: I) -> Self {
+        Self(ids.into_iter().map(Self::hash).collect())
+    }
 }
 
 fn iso(t: DateTime<Utc>) -> String {
@@ -178,9 +213,9 @@ pub fn chunked_after(conv: &Conversation, seen: u32) -> u32 {
 impl<'a> Processor<'a> {
     pub fn new(cfg: ProcessorConfig, header: &'a dyn HeaderWriter, manifest: &Manifest) -> Self {
         let existing = manifest
-            .chunk_ids()
-            .into_iter()
-            .map(str::to_string)
+            .conversations
+            .values()
+            .flat_map(|c| c.chunk_ids.iter().map(String::as_str))
             .collect();
         Self {
             cfg,
@@ -201,7 +236,7 @@ impl<'a> Processor<'a> {
         let existing = manifest
             .conversations
             .get(conversation_key)
-            .map(|r| r.chunk_ids.iter().cloned().collect())
+            .map(|r| r.chunk_ids.iter().map(String::as_str).collect())
             .unwrap_or_default();
         Self {
             cfg,
@@ -274,7 +309,7 @@ impl<'a> Processor<'a> {
         let mut written = Vec::with_capacity(outcome.written.len());
         let mut existing = self.existing.lock().unwrap_or_else(PoisonError::into_inner);
         for w in outcome.written {
-            if existing.insert(w.chunk_id.clone()) {
+            if existing.insert(&w.chunk_id) {
                 record.chunk_ids.push(w.chunk_id.clone());
                 written.push(w);
             } else {
@@ -665,6 +700,27 @@ mod tests {
             docs[1].frontmatter.extra.get("pairs").map(String::as_str),
             Some("independent")
         );
+    }
+
+    #[test]
+    fn known_ids_are_told_apart_and_found_again() {
+        // Ids as alike as real ones: one conversation hash, numbered pairs
+        // and parts, over many conversations.
+        let ids: Vec<String> = (0..2_000)
+            .flat_map(|c| (1..=60).map(move |p| format!("chatgpt-{c:012x}-{p:03}-2024-05-01")))
+            .chain((1..=9).map(|n| format!("chatgpt-000000000000-001-2024-05-01-part-{n}")))
+            .collect();
+        let mut known = Known::default();
+        for id in &ids {
+            assert!(known.insert(id), "{id} taken for another id");
+        }
+        assert_eq!(known.0.len(), ids.len());
+        for id in &ids {
+            assert!(known.contains(id) && !known.insert(id));
+        }
+        assert!(!known.contains("chatgpt-000000000000-001-2024-05-02"));
+        let again: Known = ids.iter().map(String::as_str).collect();
+        assert_eq!(again.0, known.0);
     }
 
     #[test]
