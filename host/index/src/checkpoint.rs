@@ -15,15 +15,17 @@
 //! Durability is SQLite's own (`synchronous = NORMAL` in WAL mode: the
 //! checkpoint syncs the log before it copies and the database after). If
 //! the thread falls far behind (the log past [`HARD_PAGES`]), the writer
-//! checkpoints itself, as SQLite would, so the log stays bounded.
+//! checkpoints itself, as SQLite would, so the log stays bounded (give or
+//! take what is written while one of the thread's checkpoints runs; a reader
+//! holding an old snapshot holds the log back, as it always did).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
-use rusqlite::Connection;
 use rusqlite::wal::CheckpointMode;
+use rusqlite::{Connection, OpenFlags};
 
 /// A commit that leaves at least this many pages in the log wakes the
 /// checkpointer (SQLite's own autocheckpoint threshold).
@@ -39,7 +41,8 @@ pub(crate) const HARD_PAGES: i32 = 16_384;
 struct Shared {
     state: Mutex<State>,
     wake: Condvar,
-    /// Checkpoints run by the thread, and by the writer itself.
+    /// Checkpoints the thread ran that copied pages, and those the writer
+    /// ran itself.
     background: AtomicU64,
     inline: AtomicU64,
     /// Held by a test to keep the thread from checkpointing.
@@ -91,7 +94,9 @@ impl Checkpointer {
                 Ok(())
             },
         ))?;
-        let path = path.to_path_buf();
+        // Absolute: the thread opens it later, whatever the working
+        // folder is by then.
+        let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         let run = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("chatmill-checkpoint".into())
@@ -124,7 +129,7 @@ impl Shared {
 
     /// The thread: one checkpoint per wake-up, on a connection opened at
     /// the first.
-    fn serve(&self, path: &PathBuf) {
+    fn serve(&self, path: &Path) {
         let mut conn: Option<Connection> = None;
         loop {
             {
@@ -154,8 +159,10 @@ impl Shared {
                 #[cfg(test)]
                 let _held = self.hold.lock().unwrap_or_else(PoisonError::into_inner);
                 match c.wal_checkpoint_v2(Some("main"), CheckpointMode::PASSIVE) {
-                    Ok(_) => {
-                        self.background.fetch_add(1, Ordering::Relaxed);
+                    Ok((_, copied)) => {
+                        if copied > 0 {
+                            self.background.fetch_add(1, Ordering::Relaxed);
+                        }
                     }
                     // Another checkpoint (the writer's, another process's)
                     // is running; the next commit asks again.
@@ -167,7 +174,11 @@ impl Shared {
 }
 
 fn open(path: &Path) -> rusqlite::Result<Connection> {
-    let conn = Connection::open(path)?;
+    // Never created here: a store moved aside leaves no empty one behind.
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
     // As the writer's: the checkpoint syncs the log, then the database.
     conn.execute_batch("PRAGMA synchronous = NORMAL;")?;
     Ok(conn)
@@ -192,6 +203,8 @@ impl Drop for Checkpointer {
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use super::*;
 
     const SOFT: i32 = 40;
@@ -199,8 +212,9 @@ mod tests {
     /// Rows (one 8 KiB page each) per transaction.
     const ROWS: i64 = 50;
 
-    /// A WAL database with one table, its writer handing checkpoints over.
-    fn store(dir: &Path) -> (Connection, Checkpointer, PathBuf) {
+    /// A WAL database with one table, its writer handing checkpoints over
+    /// (checkpointing itself past `hard` pages).
+    fn store(dir: &Path, hard: i32) -> (Connection, Checkpointer, PathBuf) {
         let path = dir.join("db.sqlite3");
         let mut conn = Connection::open(&path).unwrap();
         conn.execute_batch(
@@ -208,7 +222,7 @@ mod tests {
              CREATE TABLE t (id INTEGER PRIMARY KEY, b BLOB NOT NULL);",
         )
         .unwrap();
-        let cp = Checkpointer::with_limits(&mut conn, &path, SOFT, HARD).unwrap();
+        let cp = Checkpointer::with_limits(&mut conn, &path, SOFT, hard).unwrap();
         (conn, cp, path)
     }
 
@@ -241,10 +255,12 @@ mod tests {
     const MAX_LOG: u64 = (HARD as u64 + 2 * ROWS as u64 + 2) * 8_224;
 
     #[test]
-    fn the_thread_checkpoints_and_the_log_stays_bounded() {
+    fn the_thread_checkpoints_and_the_log_starts_again() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut conn, cp, path) = store(dir.path());
-        let batches = 40; // 2,000 pages: 6 times the hard limit
+        // The writer never checkpoints: only the thread can start the log
+        // again.
+        let (mut conn, cp, path) = store(dir.path(), i32::MAX);
+        let batches = 40; // 2,000 pages
         for _ in 0..batches {
             write_batch(&mut conn);
             // A writer that pauses now and then lets the thread catch up.
@@ -257,8 +273,9 @@ mod tests {
             "log {} bytes",
             wal_bytes(&path)
         );
-        let (background, _) = cp.counts();
-        assert!(background >= 1, "the thread ran no checkpoint");
+        let (background, inline) = cp.counts();
+        assert!(background >= 1, "the thread copied nothing");
+        assert_eq!(inline, 0);
         assert_eq!(rows(&conn), batches * ROWS);
         drop(cp);
         drop(conn);
@@ -271,7 +288,7 @@ mod tests {
     #[test]
     fn a_writer_ahead_of_the_thread_checkpoints_itself_past_the_hard_limit() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut conn, cp, path) = store(dir.path());
+        let (mut conn, cp, path) = store(dir.path(), HARD);
         let batches = 40;
         {
             // The thread is kept from checkpointing: only the writer's own
