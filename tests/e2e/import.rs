@@ -392,6 +392,51 @@ fn batch_results_arriving_later_replace_the_unanswered_chunks() {
     assert_eq!(third["chunks_written"], 0, "{third:#}");
 }
 
+/// A batch's results file that grows (results downloaded while the batch
+/// still ran, then again once it ended) answers the requests it left
+/// unanswered: every chunk ends with its answer, none twice.
+#[test]
+fn batch_results_that_grow_answer_the_rest() {
+    let env = Env::new();
+    let root = root_with(
+        &env,
+        &[(
+            "api-log/groq-batch-processing-batch_input.jsonl",
+            "batch_input.jsonl",
+        )],
+    );
+    let raw = root.join("raw");
+    let root_s = root.to_str().unwrap();
+    let results =
+        std::fs::read_to_string(corpus("api-log/groq-batch-processing-batch_output.jsonl"))
+            .unwrap();
+    let lines: Vec<&str> = results.lines().collect();
+    assert_eq!(lines.len(), 3);
+    std::fs::write(raw.join("batch_output.jsonl"), format!("{}\n", lines[0])).unwrap();
+    let first = env.run(&["--root", root_s, "import", "--json"]);
+    assert_eq!(first.code, 0, "{first:?}");
+    let before = chunk_files(&root);
+    assert_eq!(before.len(), 3);
+    let answered = |files: &[std::path::PathBuf]| {
+        files.iter().filter(|c| !answer(c).is_empty()).count()
+    };
+    assert_eq!(answered(&before), 1, "{before:?}");
+
+    std::fs::write(raw.join("batch_output.jsonl"), &results).unwrap();
+    let second = env.run(&["--root", root_s, "import", "--json"]);
+    assert_eq!(second.code, 0, "{second:?}");
+    let after = chunk_files(&root);
+    assert_eq!(after.len(), 3, "{after:?}");
+    assert_eq!(answered(&after), 3, "{after:?}");
+    assert_eq!(second.json()["index_total"], 3);
+    let verify = env.run(&["--root", root_s, "verify"]);
+    assert_eq!(verify.code, 0, "{verify:?}");
+
+    let third = env.run(&["--root", root_s, "import", "--json"]).json();
+    assert_eq!(third["chunks_written"], 0, "{third:#}");
+    assert_eq!(third["files_unchanged"], 2, "{third:#}");
+}
+
 /// Files named like a batch's two halves that two different adapters read
 /// are imported each on its own, and a re-run leaves both alone.
 #[test]

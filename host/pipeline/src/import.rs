@@ -825,10 +825,16 @@ fn import_parsed<'i>(
             Some(size + 1 + c_hash.1),
             move || joined_reader(&first, &second),
         );
-        // Its requests were imported before their results came: those
-        // chunks have no answers. They are written again, answered.
+        // Its requests were imported before their results came, or with
+        // fewer of them (results read while the batch still ran): those
+        // chunks lack answers. They are all written again, answered.
+        let results_grew = manifest
+            .files
+            .get(&c.key)
+            .is_some_and(|r| r.sha256 != c_hash.0);
         let earlier = manifest.files.get(&item.key).is_some_and(|r| {
-            r.status != FileStatus::Failed && r.joined.as_deref() != Some(c.key.as_str())
+            r.status != FileStatus::Failed
+                && (r.joined.as_deref() != Some(c.key.as_str()) || results_grew)
         });
         if earlier {
             if let Err(reason) = forget_chunks_of(svc, opts, &item.key, manifest) {
