@@ -25,7 +25,6 @@ use std::sync::{Mutex, MutexGuard};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::bm25::{self, Lengths};
-use crate::checkpoint::Checkpointer;
 use crate::{ChunkMeta, ChunkRecord, Filter, Hit, IndexError, Store};
 
 /// The keyword index: BM25 over the documents, words stemmed (Porter), so
@@ -229,9 +228,6 @@ pub struct SqliteStore {
     /// kept current like the vectors; `None` if it could not be registered
     /// (keyword search then ranks with FTS5's `bm25()`).
     lengths: Option<bm25::Shared>,
-    /// Copies the log back into the database beside the writes (see
-    /// `checkpoint`). Last, so that it stops after the connections close.
-    _checkpointer: Checkpointer,
 }
 
 fn err(path: &Path, e: impl std::fmt::Display) -> IndexError {
@@ -483,7 +479,7 @@ impl SqliteStore {
         if let Some(dir) = path.parent() {
             fs_err::create_dir_all(dir).map_err(|e| err(path, e))?;
         }
-        let mut conn = Connection::open(path).map_err(|e| err(path, e))?;
+        let conn = Connection::open(path).map_err(|e| err(path, e))?;
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(|e| err(path, e))?;
         conn.execute_batch(SCHEMA).map_err(|e| {
@@ -500,7 +496,6 @@ impl SqliteStore {
         let other = |e: rusqlite::Error| busy(path, &e).unwrap_or_else(|| err(path, e));
         contentless(&conn).map_err(other)?;
         tune_merges(&conn).map_err(other)?;
-        let checkpointer = Checkpointer::start(&mut conn, path).map_err(|e| err(path, e))?;
         let reader = Connection::open(path).map_err(|e| err(path, e))?;
         reader
             .busy_timeout(std::time::Duration::from_secs(5))
@@ -531,7 +526,6 @@ impl SqliteStore {
             reader: Mutex::new(reader),
             vectors: Mutex::new(None),
             loads: std::sync::atomic::AtomicUsize::new(0),
-            _checkpointer: checkpointer,
         })
     }
 

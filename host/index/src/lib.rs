@@ -22,7 +22,6 @@ use serde::{Deserialize, Serialize};
 mod bert;
 mod bm25;
 pub mod cache;
-mod checkpoint;
 pub mod chroma;
 pub mod document;
 pub mod embedded;
