@@ -417,9 +417,8 @@ fn batch_results_that_grow_answer_the_rest() {
     assert_eq!(first.code, 0, "{first:?}");
     let before = chunk_files(&root);
     assert_eq!(before.len(), 3);
-    let answered = |files: &[std::path::PathBuf]| {
-        files.iter().filter(|c| !answer(c).is_empty()).count()
-    };
+    let answered =
+        |files: &[std::path::PathBuf]| files.iter().filter(|c| !answer(c).is_empty()).count();
     assert_eq!(answered(&before), 1, "{before:?}");
 
     std::fs::write(raw.join("batch_output.jsonl"), &results).unwrap();
