@@ -770,11 +770,15 @@ fn without_tags(line: &str, in_tag: bool, out: &mut String) -> bool {
     while i < b.len() {
         let next = |n: usize| b.get(i + n).copied().unwrap_or(b' ');
         // `</p>` closes a tag wherever it is; `<p` opens one unless it
-        // follows a word (`Vec<String>`).
+        // follows a word (`Vec<String>`) or another `<` (a heredoc's
+        // `<<EOF`, a shift), and only as a whole name (`<p>`, `<div `, a
+        // line's end): `i <n;` compares.
         let starts_tag = b[i] == b'<'
             && ((next(1) == b'/' && next(2).is_ascii_alphabetic())
-                || ((next(1).is_ascii_alphabetic() || matches!(next(1), b'!' | b'?'))
-                    && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_'))));
+                || (matches!(next(1), b'!' | b'?')
+                    || (next(1).is_ascii_alphabetic() && names_a_tag(&b[i + 1..])))
+                    && (i == 0
+                        || !(b[i - 1].is_ascii_alphanumeric() || matches!(b[i - 1], b'_' | b'<'))));
         if !starts_tag {
             i += 1;
             continue;
@@ -789,6 +793,17 @@ fn without_tags(line: &str, in_tag: bool, out: &mut String) -> bool {
     }
     out.push_str(&line[kept..]);
     false
+}
+
+/// Whether `rest` (what follows a `<`) starts with a tag's name that ends
+/// as a tag's does: at a space, `>`, `/` or the line's end.
+fn names_a_tag(rest: &[u8]) -> bool {
+    let name = rest
+        .iter()
+        .position(|c| !(c.is_ascii_alphanumeric() || matches!(c, b'-' | b':' | b'.')))
+        .unwrap_or(rest.len());
+    rest.get(name)
+        .is_none_or(|c| c.is_ascii_whitespace() || matches!(c, b'>' | b'/'))
 }
 
 /// `date` as `%B %-d, %Y` ("May 1, 2024"), without chrono reading that
@@ -1188,11 +1203,29 @@ mod tests {
             out.split_whitespace().collect::<Vec<_>>(),
             ["Input", "tokens"]
         );
-        for code in ["let v: Vec<String> = x;\n", "if a < b && c > d {\n"] {
+        for code in [
+            "let v: Vec<String> = x;\n",
+            "if a < b && c > d {\n",
+            "for (i = 0; i <n; i++) {\n",
+            "cat <<EOF > notes.txt\n",
+            "x = y <<2;\n",
+        ] {
             let mut out = String::new();
             assert!(!without_tags(code, false, &mut out));
             assert_eq!(out, code);
         }
+        // A heredoc in a code block leaves the lines after it as they are
+        // (`<<EOF` once opened a tag that ran to the next `>`), and
+        // `#include <vector>` loses only its tag.
+        let reply = "Run this:\n\n```sh\ncat <<EOF\nexport NGINX_PORT=8080\nEOF\n```\n\nThen `#include <vector>` in the header.\n";
+        assert!(
+            term_text(reply).contains("NGINX_PORT"),
+            "{}",
+            term_text(reply)
+        );
+        let mut out = String::new();
+        assert!(!without_tags("#include <vector>\n", false, &mut out));
+        assert_eq!(out.split_whitespace().collect::<Vec<_>>(), ["#include"]);
         // A tag over three lines: its attributes are tags too.
         let mut out = String::new();
         let mut open = false;
