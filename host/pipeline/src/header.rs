@@ -760,7 +760,7 @@ fn without_tags(line: &str, in_tag: bool, out: &mut String) -> bool {
     let b = line.as_bytes();
     let mut i = 0;
     if in_tag {
-        match line.find('>') {
+        match tag_end(line) {
             Some(end) => i = end + 1,
             None => return true,
         }
@@ -785,7 +785,7 @@ fn without_tags(line: &str, in_tag: bool, out: &mut String) -> bool {
         }
         out.push_str(&line[kept..i]);
         out.push(' ');
-        match line[i..].find('>') {
+        match tag_end(&line[i..]) {
             Some(end) => i += end + 1,
             None => return true,
         }
@@ -793,6 +793,24 @@ fn without_tags(line: &str, in_tag: bool, out: &mut String) -> bool {
     }
     out.push_str(&line[kept..]);
     false
+}
+
+/// Where the tag `text` is in ends: its first `>` outside quotes and JSX
+/// braces (`onClick={() => go()}` holds an arrow, not the tag's end).
+fn tag_end(text: &str) -> Option<usize> {
+    let (mut braces, mut quote) = (0u32, None::<u8>);
+    for (i, &c) in text.as_bytes().iter().enumerate() {
+        match (quote, c) {
+            (Some(q), _) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, b'"' | b'\'') => quote = Some(c),
+            (None, b'{') => braces += 1,
+            (None, b'}') => braces = braces.saturating_sub(1),
+            (None, b'>') if braces == 0 => return Some(i),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Whether `rest` (what follows a `<`) starts with a tag's name that ends
@@ -1214,6 +1232,17 @@ mod tests {
             assert!(!without_tags(code, false, &mut out));
             assert_eq!(out, code);
         }
+        // An arrow in a JSX attribute does not end its tag.
+        let mut out = String::new();
+        assert!(!without_tags(
+            "<button onClick={() => save(\"a>b\")} title='x > y'>Save draft</button>\n",
+            false,
+            &mut out
+        ));
+        assert_eq!(
+            out.split_whitespace().collect::<Vec<_>>(),
+            ["Save", "draft"]
+        );
         // A heredoc in a code block leaves the lines after it as they are
         // (`<<EOF` once opened a tag that ran to the next `>`), and
         // `#include <vector>` loses only its tag.
