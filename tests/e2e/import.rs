@@ -353,50 +353,11 @@ fn batch_requests_and_results_files_are_joined() {
     assert_eq!(again["files_unchanged"], 4, "{again:#}");
 }
 
-/// Results that arrive after their requests were imported replace the
-/// unanswered chunks: no chunk without its answer, no orphan, and the
-/// index and manifest agree (`verify`).
-#[test]
-fn batch_results_arriving_later_replace_the_unanswered_chunks() {
-    let env = Env::new();
-    let root = root_with(
-        &env,
-        &[(
-            "api-log/groq-batch-processing-batch_input.jsonl",
-            "batch_input.jsonl",
-        )],
-    );
-    let raw = root.join("raw");
-    let root_s = root.to_str().unwrap();
-    let first = env.run(&["--root", root_s, "import", "--json"]);
-    assert_eq!(first.code, 0, "{first:?}");
-    let before = chunk_files(&root);
-    assert_eq!(before.len(), 3);
-    assert!(before.iter().all(|c| answer(c).is_empty()));
-
-    std::fs::copy(
-        corpus("api-log/groq-batch-processing-batch_output.jsonl"),
-        raw.join("batch_output.jsonl"),
-    )
-    .unwrap();
-    let second = env.run(&["--root", root_s, "import", "--json"]);
-    assert_eq!(second.code, 0, "{second:?}");
-    let after = chunk_files(&root);
-    assert_eq!(after.len(), 3, "{after:?}");
-    assert!(after.iter().all(|c| !answer(c).is_empty()), "{after:?}");
-    assert_eq!(second.json()["index_total"], 3);
-    let verify = env.run(&["--root", root_s, "verify"]);
-    assert_eq!(verify.code, 0, "{verify:?}");
-
-    let third = env.run(&["--root", root_s, "import", "--json"]).json();
-    assert_eq!(third["chunks_written"], 0, "{third:#}");
-}
-
-/// A batch's results file that grows (results downloaded while the batch
-/// still ran, then again once it ended) answers the requests it left
-/// unanswered: every chunk ends with its answer, none twice.
-#[test]
-fn batch_results_that_grow_answer_the_rest() {
+/// A batch's requests imported with the first `early` of its three results
+/// (none: the results file is not there yet), then with all of them: the
+/// unanswered chunks are replaced — no chunk without its answer, no orphan,
+/// the index and manifest agree (`verify`), and a re-run writes nothing.
+fn batch_results_in_two_steps(early: Option<usize>) {
     let env = Env::new();
     let root = root_with(
         &env,
@@ -412,14 +373,17 @@ fn batch_results_that_grow_answer_the_rest() {
             .unwrap();
     let lines: Vec<&str> = results.lines().collect();
     assert_eq!(lines.len(), 3);
-    std::fs::write(raw.join("batch_output.jsonl"), format!("{}\n", lines[0])).unwrap();
+    if let Some(n) = early {
+        let part: String = lines[..n].iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(raw.join("batch_output.jsonl"), part).unwrap();
+    }
+    let answered =
+        |files: &[std::path::PathBuf]| files.iter().filter(|c| !answer(c).is_empty()).count();
     let first = env.run(&["--root", root_s, "import", "--json"]);
     assert_eq!(first.code, 0, "{first:?}");
     let before = chunk_files(&root);
     assert_eq!(before.len(), 3);
-    let answered =
-        |files: &[std::path::PathBuf]| files.iter().filter(|c| !answer(c).is_empty()).count();
-    assert_eq!(answered(&before), 1, "{before:?}");
+    assert_eq!(answered(&before), early.unwrap_or(0), "{before:?}");
 
     std::fs::write(raw.join("batch_output.jsonl"), &results).unwrap();
     let second = env.run(&["--root", root_s, "import", "--json"]);
@@ -434,6 +398,19 @@ fn batch_results_that_grow_answer_the_rest() {
     let third = env.run(&["--root", root_s, "import", "--json"]).json();
     assert_eq!(third["chunks_written"], 0, "{third:#}");
     assert_eq!(third["files_unchanged"], 2, "{third:#}");
+}
+
+/// Results that arrive after their requests were imported.
+#[test]
+fn batch_results_arriving_later_replace_the_unanswered_chunks() {
+    batch_results_in_two_steps(None);
+}
+
+/// A results file that grows (downloaded while the batch still ran, then
+/// again once it ended) answers the requests it left unanswered.
+#[test]
+fn batch_results_that_grow_answer_the_rest() {
+    batch_results_in_two_steps(Some(1));
 }
 
 /// Files named like a batch's two halves that two different adapters read
