@@ -773,12 +773,12 @@ fn without_tags(line: &str, in_tag: bool, out: &mut String) -> bool {
         // follows a word (`Vec<String>`) or another `<` (a heredoc's
         // `<<EOF`, a shift), and only as a whole name (`<p>`, `<div `, a
         // line's end): `i <n;` compares.
-        let starts_tag = b[i] == b'<'
-            && ((next(1) == b'/' && next(2).is_ascii_alphabetic())
-                || (matches!(next(1), b'!' | b'?')
-                    || (next(1).is_ascii_alphabetic() && names_a_tag(&b[i + 1..])))
-                    && (i == 0
-                        || !(b[i - 1].is_ascii_alphanumeric() || matches!(b[i - 1], b'_' | b'<'))));
+        let closes = next(1) == b'/' && next(2).is_ascii_alphabetic();
+        let opens = matches!(next(1), b'!' | b'?')
+            || (next(1).is_ascii_alphabetic() && names_a_tag(&b[i + 1..]));
+        let after_word_or_lt =
+            i > 0 && (b[i - 1].is_ascii_alphanumeric() || matches!(b[i - 1], b'_' | b'<'));
+        let starts_tag = b[i] == b'<' && (closes || (opens && !after_word_or_lt));
         if !starts_tag {
             i += 1;
             continue;

@@ -177,18 +177,23 @@ impl Manifest {
     /// How many distinct chunk ids the manifest knows (without ordering
     /// them: a count of 100k ids was a tree of them).
     pub fn chunk_count(&self) -> usize {
-        let ids = self.conversations.values().flat_map(|c| &c.chunk_ids);
+        let ids = self.each_chunk_id();
         let mut seen = rustc_hash::FxHashSet::default();
         seen.reserve(ids.clone().count());
-        ids.filter(|id| seen.insert(id.as_str())).count()
+        ids.filter(|id| seen.insert(*id)).count()
     }
 
-    /// Every chunk id the manifest knows, for deduplication.
+    /// Every chunk id the manifest knows, sorted and once each.
     pub fn chunk_ids(&self) -> std::collections::BTreeSet<&str> {
+        self.each_chunk_id().collect()
+    }
+
+    /// Every chunk id the manifest knows, as its conversations list them
+    /// (unsorted; an id listed twice comes twice).
+    pub fn each_chunk_id(&self) -> impl Iterator<Item = &str> + Clone {
         self.conversations
             .values()
             .flat_map(|c| c.chunk_ids.iter().map(String::as_str))
-            .collect()
     }
 }
 

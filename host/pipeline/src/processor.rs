@@ -212,11 +212,7 @@ pub fn chunked_after(conv: &Conversation, seen: u32) -> u32 {
 
 impl<'a> Processor<'a> {
     pub fn new(cfg: ProcessorConfig, header: &'a dyn HeaderWriter, manifest: &Manifest) -> Self {
-        let existing = manifest
-            .conversations
-            .values()
-            .flat_map(|c| c.chunk_ids.iter().map(String::as_str))
-            .collect();
+        let existing = manifest.each_chunk_id().collect();
         Self {
             cfg,
             header,
