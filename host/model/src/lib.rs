@@ -7,6 +7,26 @@ use std::fmt;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+pub mod visible;
+
+/// The chunk frontmatter's own fields (and the keys the host sets on some
+/// chunks): metadata an adapter returns may not use them. The host drops
+/// such a key and reports it once per input.
+pub const RESERVED_KEYS: &[&str] = &[
+    "source_file",
+    "source_platform",
+    "model_used",
+    "timestamp",
+    "conversation_title",
+    "turn_range",
+    "topics",
+    "chunk_id",
+    "agent_id",
+    "conversation_id",
+    "part",
+    "header_status",
+];
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FormatInfo {
     pub id: String,
