@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use crate::boundary::Rule;
 use crate::limits::{Limit, Limits};
 use crate::model::ParseError;
 
@@ -35,7 +36,10 @@ pub enum AdapterError {
     #[error("adapter `{path}` could not be compiled: {reason}")]
     Compile { path: PathBuf, reason: String },
 
-    #[error("adapter `{path}` describes itself with an invalid {field} `{value}`")]
+    #[error(
+        "adapter `{path}` describes itself with an invalid {field} `{}`",
+        value.escape_debug()
+    )]
     InvalidInfo {
         path: PathBuf,
         field: &'static str,
@@ -74,10 +78,15 @@ pub enum AdapterError {
         error: Box<ParseError>,
     },
 
-    #[error("adapter {adapter} broke the adapter protocol on `{input}`: {violation}")]
+    #[error(
+        "adapter {adapter} broke the adapter protocol on `{input}`: {violation} (rule `{}`: {})",
+        rule.name(),
+        rule.text()
+    )]
     Protocol {
         adapter: AdapterLabel,
         input: String,
+        rule: Rule,
         violation: String,
     },
 
@@ -111,8 +120,9 @@ impl AdapterError {
                  import only WASI 0.2 and the `chatmill:adapter` interfaces"
                 .into(),
             Self::Compile { .. } => "the file may be corrupt; rebuild the adapter".into(),
-            Self::InvalidInfo { .. } => "adapter ids are lowercase ASCII letters, digits and `-`; \
-                 versions are semantic versions like `1.2.0`"
+            Self::InvalidInfo { .. } => "adapter and format ids are lowercase ASCII letters, digits and `-`; \
+                 names, descriptions and file patterns are one line of visible text; versions are \
+                 semantic versions like `1.2.0` (see the rules in `wit/adapter.wit`)"
                 .into(),
             Self::Limit { limit, .. } => {
                 let (key, flag) = limit.knob();
@@ -135,6 +145,11 @@ impl AdapterError {
             Self::Input { .. } => "check that the file exists and is readable".into(),
             Self::Engine { .. } => return None,
         })
+    }
+
+    /// Whether the adapter said the input is not its format.
+    pub fn is_not_this_format(&self) -> bool {
+        matches!(self, Self::Parse { error, .. } if error.kind == crate::model::ParseErrorKind::NotThisFormat)
     }
 
     /// The adapter's captured stderr, when there is any.

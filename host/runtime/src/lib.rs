@@ -9,8 +9,8 @@
 //!
 //! Nothing here prints; failures are [`AdapterError`]s with hints.
 
+mod boundary;
 mod cache;
-mod convert;
 mod error;
 mod input;
 mod limits;
@@ -33,10 +33,13 @@ pub(crate) mod bindings {
 /// The normalized model adapters' output is turned into.
 pub use chatmill_model as model;
 
+pub use boundary::{Adjustments, Rule};
 pub use cache::CacheOutcome;
 pub use error::{AdapterError, SelectError};
 pub use input::{Input, TextEncoding};
 pub use limits::{Limit, Limits};
-pub use parse::ParseStream;
-pub use registry::{AdapterSet, Builtin, MIN_CONFIDENCE, Notice, SNIFF_BYTES, user_adapter_files};
+pub use parse::{Declined, ParseStream};
+pub use registry::{
+    AdapterSet, Builtin, Lint, MIN_CONFIDENCE, Notice, SNIFF_BYTES, Sample, user_adapter_files,
+};
 pub use runtime::{API_VERSION, AdapterOrigin, LoadedAdapter, Runtime};

@@ -8,11 +8,11 @@ use wasmtime::component::ResourceAny;
 
 use crate::bindings::Adapter as AdapterWorld;
 use crate::bindings::chatmill::adapter::types as wit;
-use crate::convert;
+use crate::boundary::{self, Adjustments, Rule, Violation};
 use crate::error::AdapterError;
 use crate::input::{Input, TextEncoding};
 use crate::limits::Limit;
-use crate::model::{Conversation, Pair};
+use crate::model::Conversation;
 use crate::runtime::{LoadedAdapter, Runtime, classify_trap};
 use crate::store::{HostState, SourceState};
 
@@ -28,6 +28,8 @@ pub struct ParseStream<'a> {
     session: Option<ResourceAny>,
     deadline: Instant,
     batch: std::vec::IntoIter<wit::Item>,
+    /// An item taken by [`ParseStream::prime`], handed out first.
+    primed: Option<wit::Item>,
     exhausted: bool,
     encoding: TextEncoding,
     /// Guest memory high-water mark so far, bytes.
@@ -35,6 +37,8 @@ pub struct ParseStream<'a> {
     /// Wall-clock time spent inside the adapter's calls (its parsing, plus
     /// the host reads it makes), excluding the host's lifting and checks.
     pub guest_time: Duration,
+    /// What the trust boundary changed in the items so far.
+    adjustments: Adjustments,
 }
 
 impl Runtime {
@@ -92,7 +96,7 @@ impl Runtime {
         let session = opened.map_err(|error| AdapterError::Parse {
             adapter: label.clone(),
             input: display.clone(),
-            error: Box::new(convert::parse_error(error)),
+            error: Box::new(boundary::parse_error(error)),
         })?;
         Ok(ParseStream {
             runtime: self,
@@ -103,11 +107,49 @@ impl Runtime {
             session: Some(session),
             deadline,
             batch: Vec::new().into_iter(),
+            primed: None,
             exhausted: false,
             encoding,
             peak_memory: 0,
             guest_time: t.elapsed(),
+            adjustments: Adjustments::default(),
         })
+    }
+
+    /// Starts parsing `input` with the first of `candidates` that takes it.
+    /// One that answers `not-this-format` at `open` or at its first batch
+    /// makes way for the next (a sniff can be wrong); the ones that did are
+    /// returned for the summary. The last candidate's error is returned when
+    /// none takes it.
+    pub fn parse_first<'a>(
+        &'a self,
+        candidates: &[&'a LoadedAdapter],
+        input: &Input,
+    ) -> Result<(ParseStream<'a>, Vec<Declined>), AdapterError> {
+        let mut declined = Vec::new();
+        let mut last = None;
+        for (i, adapter) in candidates.iter().enumerate() {
+            let attempt = self.parse(adapter, input).and_then(|mut s| {
+                s.prime()?;
+                Ok(s)
+            });
+            match attempt {
+                Ok(stream) => return Ok((stream, declined)),
+                Err(e) if i + 1 < candidates.len() && e.is_not_this_format() => {
+                    declined.push(Declined {
+                        adapter: adapter.label(),
+                        message: e.to_string(),
+                    });
+                }
+                Err(e) => {
+                    last = Some(e);
+                    break;
+                }
+            }
+        }
+        Err(last.unwrap_or_else(|| AdapterError::Engine {
+            reason: format!("no adapter was given to read `{}`", input.display()),
+        }))
     }
 
     /// Parses `input` to the end, collecting every conversation.
@@ -125,22 +167,64 @@ impl Runtime {
     }
 }
 
+/// An adapter that answered `not-this-format` before another took the input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Declined {
+    /// `` `id` version ``.
+    pub adapter: String,
+    /// Its error, as the user would have seen it.
+    pub message: String,
+}
+
+impl<'a> ParseStream<'a> {
+    /// The adapter that parses.
+    pub fn adapter(&self) -> &'a LoadedAdapter {
+        self.adapter
+    }
+}
+
 impl ParseStream<'_> {
+    /// Fetches the first batch now, so that an adapter which does not read
+    /// this format after all says so before anything is taken from it.
+    pub fn prime(&mut self) -> Result<(), AdapterError> {
+        if self.primed.is_none() {
+            self.primed = self.next_item()?;
+        }
+        Ok(())
+    }
+
     /// The encoding the input was found in (it was normalized to UTF-8).
     pub fn encoding(&self) -> TextEncoding {
         self.encoding
     }
 
-    fn violation(&self, violation: impl Into<String>) -> AdapterError {
+    /// What the trust boundary changed in the items so far (reported to
+    /// the user: each change drops or cuts a value).
+    pub fn adjustments(&self) -> &Adjustments {
+        &self.adjustments
+    }
+
+    fn violation(&self, v: Violation) -> AdapterError {
         AdapterError::Protocol {
             adapter: self.adapter.label(),
             input: self.input.clone(),
-            violation: violation.into(),
+            rule: v.rule,
+            violation: v.what,
         }
+    }
+
+    fn structure(&self, what: String) -> AdapterError {
+        self.violation(Violation {
+            rule: Rule::Structure,
+            what,
+        })
     }
 
     /// The next item, fetching a batch from the adapter when needed.
     fn next_item(&mut self) -> Result<Option<wit::Item>, AdapterError> {
+        if let Some(item) = self.primed.take() {
+            return Ok(Some(item));
+        }
         if let Some(item) = self.batch.next() {
             return Ok(Some(item));
         }
@@ -176,7 +260,7 @@ impl ParseStream<'_> {
                 return Err(AdapterError::Parse {
                     adapter: self.adapter.label(),
                     input: self.input.clone(),
-                    error: Box::new(convert::parse_error(error)),
+                    error: Box::new(boundary::parse_error(error)),
                 });
             }
             Err(e) => {
@@ -222,82 +306,50 @@ impl ParseStream<'_> {
     }
 
     /// The next whole conversation, or `None` when the input is exhausted.
+    /// Every item passes the trust boundary ([`crate::boundary`]).
     pub fn next_conversation(&mut self) -> Result<Option<Conversation>, AdapterError> {
         let start = match self.next_item()? {
             None => return Ok(None),
             Some(wit::Item::ConversationStart(s)) => s,
             Some(wit::Item::Pair(p)) => {
                 return Err(
-                    self.violation(format!("pair {} came outside any conversation", p.index))
+                    self.structure(format!("pair {} came outside any conversation", p.index))
                 );
             }
             Some(wit::Item::ConversationEnd(e)) => {
-                return Err(
-                    self.violation(format!("conversation-end for `{}` without a start", e.id))
-                );
+                return Err(self.structure(format!(
+                    "conversation-end for `{}` without a start",
+                    e.id.escape_debug()
+                )));
             }
         };
-        if start.id.trim().is_empty() {
-            return Err(self.violation("a conversation has an empty id"));
-        }
-        let ts = |t: Option<wit::Timestamp>, what: &str| -> Result<_, AdapterError> {
-            t.map(convert::timestamp)
-                .transpose()
-                .map_err(|e| self.violation(format!("{what}: {e}")))
-        };
-        let mut conv = Conversation {
-            created: ts(start.created, "conversation created")?,
-            updated: ts(start.updated, "conversation updated")?,
-            id: start.id,
-            title: start.title,
-            platform: start.platform,
-            model: start.model,
-            metadata: convert::metadata(start.metadata),
-            pairs: Vec::new(),
-            skipped: Default::default(),
-        };
+        let mut conv =
+            boundary::conversation(start, &mut self.adjustments).map_err(|v| self.violation(v))?;
         loop {
-            match self.next_item()? {
+            let checked = match self.next_item()? {
                 None => {
-                    return Err(self.violation(format!(
+                    return Err(self.structure(format!(
                         "the input ended inside conversation `{}` (no conversation-end)",
-                        conv.id
+                        conv.id.escape_debug()
                     )));
                 }
                 Some(wit::Item::ConversationStart(s)) => {
-                    return Err(self.violation(format!(
+                    return Err(self.structure(format!(
                         "conversation `{}` started inside conversation `{}`",
-                        s.id, conv.id
+                        s.id.escape_debug(),
+                        conv.id.escape_debug()
                     )));
                 }
                 Some(wit::Item::Pair(p)) => {
-                    let timestamp = p
-                        .timestamp
-                        .map(convert::timestamp)
-                        .transpose()
-                        .map_err(|e| self.violation(format!("pair {}: {e}", p.index)))?;
-                    conv.pairs.push(Pair {
-                        index: p.index,
-                        timestamp,
-                        model: p.model,
-                        user: p.user.into_iter().map(convert::part).collect(),
-                        assistant: p.assistant.into_iter().map(convert::part).collect(),
-                        metadata: convert::metadata(p.metadata),
-                    });
+                    boundary::push_pair(&mut conv, p, &mut self.adjustments)
                 }
                 Some(wit::Item::ConversationEnd(e)) => {
-                    if e.id != conv.id {
-                        return Err(self.violation(format!(
-                            "conversation-end for `{}` inside conversation `{}`",
-                            e.id, conv.id
-                        )));
-                    }
-                    for s in e.skipped {
-                        *conv.skipped.entry(s.reason).or_default() += s.count;
-                    }
+                    boundary::end(&mut conv, e, &mut self.adjustments)
+                        .map_err(|v| self.violation(v))?;
                     return Ok(Some(conv));
                 }
-            }
+            };
+            checked.map_err(|v| self.violation(v))?;
         }
     }
 }

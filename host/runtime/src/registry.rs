@@ -1,7 +1,9 @@
 //! The set of adapters a run can use — built-ins, the user's adapters
 //! directory, and `--adapter PATH` — and choosing one per input by sniffing.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 
 use crate::error::{AdapterError, SelectError};
 use crate::input::Input;
@@ -22,8 +24,37 @@ pub struct Builtin {
     pub wasm: &'static [u8],
 }
 
+/// A small file of a first-party format, written for chatmill: what a new
+/// adapter is sniffed against before it is trusted with files ([`AdapterSet::lint`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Sample {
+    /// The first-party adapter that reads it.
+    pub adapter: &'static str,
+    /// Its format id.
+    pub format: &'static str,
+    pub file_name: &'static str,
+    pub bytes: &'static [u8],
+}
+
+/// What [`AdapterSet::lint`] found about an adapter before it is trusted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Lint {
+    /// First-party formats it claims (score ≥ [`MIN_CONFIDENCE`]) without
+    /// carrying their adapter's id: `(format id, score)`.
+    pub claims: Vec<(String, u8)>,
+    /// Format ids another adapter of the set declares too:
+    /// `(format id, that adapter's id)`.
+    pub shared_formats: Vec<(String, String)>,
+    /// The built-in adapter whose id it carries (it replaces that one).
+    pub replaces: Option<String>,
+}
+
 pub struct AdapterSet {
     adapters: Vec<LoadedAdapter>,
+    /// The first-party adapters' ids: their formats stay theirs.
+    builtin_ids: Vec<String>,
+    /// Adapters whose `sniff` failed once in this run: asked no more.
+    broken_sniffers: Mutex<BTreeSet<String>>,
     /// Shadowing and ignored adapters, for the user.
     pub notices: Vec<Notice>,
     /// User-directory adapters that failed to load (the rest still work).
@@ -63,11 +94,14 @@ impl AdapterSet {
     ) -> Result<Self, AdapterError> {
         let mut set = Self {
             adapters: Vec::new(),
+            builtin_ids: Vec::new(),
+            broken_sniffers: Mutex::new(BTreeSet::new()),
             notices: Vec::new(),
             failures: Vec::new(),
         };
         for b in builtins {
             let loaded = runtime.load(AdapterOrigin::Builtin, b.wasm)?;
+            set.builtin_ids.push(loaded.info.id.clone());
             set.adapters.push(loaded);
         }
         if let Some(dir) = user_dir {
@@ -153,7 +187,15 @@ impl AdapterSet {
         self.adapters.iter().map(|a| a.info.id.clone()).collect()
     }
 
+    /// Whether `id` is a first-party adapter's id (carried by a built-in,
+    /// or by a user adapter that replaces one).
+    pub fn is_builtin_id(&self, id: &str) -> bool {
+        self.builtin_ids.iter().any(|b| b == id)
+    }
+
     /// Every adapter's confidence for `input`, highest first (ties by id).
+    /// An adapter whose `sniff` fails (a trap, a time limit) scores 0, is
+    /// reported once, and is asked no more in this run.
     pub fn scores(
         &self,
         runtime: &Runtime,
@@ -169,46 +211,122 @@ impl AdapterSet {
             .adapters
             .iter()
             .map(|a| {
-                let s = runtime.sniff(a, &head, input.name()).unwrap_or_else(|e| {
-                    tracing::warn!("sniff failed: {e}");
-                    0
-                });
-                (a.info.id.clone(), s)
+                (
+                    a.info.id.clone(),
+                    self.sniff(runtime, a, &head, input.name()),
+                )
             })
             .collect();
         scores.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         Ok(scores)
     }
 
-    /// The adapter for `input`: `forced` by id, else the most confident one.
+    fn sniff(&self, runtime: &Runtime, a: &LoadedAdapter, head: &[u8], name: &str) -> u8 {
+        let broken = || {
+            self.broken_sniffers
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+        };
+        if broken().contains(&a.info.id) {
+            return 0;
+        }
+        runtime.sniff(a, head, name).unwrap_or_else(|e| {
+            if broken().insert(a.info.id.clone()) {
+                tracing::warn!(
+                    "{e}; adapter `{}` is left out of sniffing for the rest of this run",
+                    a.info.id
+                );
+            }
+            0
+        })
+    }
+
+    /// The adapter for `input`: `forced` by id, else the most confident one
+    /// ([`AdapterSet::candidates`]).
     pub fn select(
         &self,
         runtime: &Runtime,
         input: &Input,
         forced: Option<&str>,
     ) -> Result<&LoadedAdapter, SelectError> {
+        Ok(self.candidates(runtime, input, forced)?[0])
+    }
+
+    /// The adapters that may read `input`, most confident first: `forced`
+    /// alone, else every one that claims it (score ≥ [`MIN_CONFIDENCE`]).
+    /// When an adapter with a first-party id claims it, only those do: a
+    /// third-party adapter never takes a first-party format's files unless
+    /// the user names it. A tie at the top is ambiguous. Never empty.
+    pub fn candidates(
+        &self,
+        runtime: &Runtime,
+        input: &Input,
+        forced: Option<&str>,
+    ) -> Result<Vec<&LoadedAdapter>, SelectError> {
         if let Some(id) = forced {
-            return self.get(id).ok_or_else(|| SelectError::UnknownFormat {
-                id: id.to_string(),
-                available: self.ids(),
-            });
+            return match self.get(id) {
+                Some(a) => Ok(vec![a]),
+                None => Err(SelectError::UnknownFormat {
+                    id: id.to_string(),
+                    available: self.ids(),
+                }),
+            };
         }
         let scores = self.scores(runtime, input)?;
-        let best = scores.first().map_or(0, |s| s.1);
-        if best < MIN_CONFIDENCE {
+        let mut claims: Vec<(String, u8)> = scores
+            .iter()
+            .filter(|s| s.1 >= MIN_CONFIDENCE)
+            .cloned()
+            .collect();
+        if claims.iter().any(|(id, _)| self.is_builtin_id(id)) {
+            claims.retain(|(id, _)| self.is_builtin_id(id));
+        }
+        let Some(&(_, best)) = claims.first() else {
             return Err(SelectError::Unrecognized {
                 input: input.display().to_string(),
                 best: scores.into_iter().filter(|s| s.1 > 0).take(3).collect(),
             });
-        }
-        let top: Vec<_> = scores.iter().filter(|s| s.1 == best).cloned().collect();
-        if top.len() > 1 {
+        };
+        if claims.iter().filter(|s| s.1 == best).count() > 1 {
             return Err(SelectError::Ambiguous {
                 input: input.display().to_string(),
-                candidates: top,
+                candidates: claims.into_iter().filter(|s| s.1 == best).collect(),
             });
         }
-        Ok(self.get(&top[0].0).expect("scored adapters are in the set"))
+        Ok(claims.iter().filter_map(|(id, _)| self.get(id)).collect())
+    }
+
+    /// Checks `adapter` before it is trusted with files: sniffs it against
+    /// `samples` of the first-party formats (a claim on a format whose
+    /// adapter id it does not carry is listed) and compares its format ids
+    /// with the other adapters'. A failing sniff is an error.
+    pub fn lint(
+        &self,
+        runtime: &Runtime,
+        adapter: &LoadedAdapter,
+        samples: &[Sample],
+    ) -> Result<Lint, AdapterError> {
+        let id = adapter.info.id.as_str();
+        let mut lint = Lint {
+            replaces: self.is_builtin_id(id).then(|| id.to_string()),
+            ..Lint::default()
+        };
+        for s in samples.iter().filter(|s| s.adapter != id) {
+            let head = &s.bytes[..s.bytes.len().min(SNIFF_BYTES)];
+            let score = runtime.sniff(adapter, head, s.file_name)?;
+            if score >= MIN_CONFIDENCE {
+                lint.claims.push((s.format.to_string(), score));
+            }
+        }
+        for other in self.adapters.iter().filter(|o| o.info.id != id) {
+            for f in &adapter.info.formats {
+                if other.info.formats.iter().any(|g| g.id == f.id) {
+                    lint.shared_formats
+                        .push((f.id.clone(), other.info.id.clone()));
+                }
+            }
+        }
+        Ok(lint)
     }
 }
 

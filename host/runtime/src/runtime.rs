@@ -22,6 +22,10 @@ pub const API_VERSION: &str = "0.1.0";
 /// The exported interface every adapter must have.
 const PARSER_EXPORT: &str = "chatmill:adapter/parser";
 
+/// The longest a `sniff` may take (less when the call limit is lower): it
+/// reads at most 64 KiB, and every adapter is asked about every input.
+const SNIFF_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// One epoch tick.
 const TICK: Duration = Duration::from_millis(10);
 
@@ -191,9 +195,7 @@ impl Runtime {
             cache,
             pre,
         };
-        let info = self.describe(&loaded, &path)?;
-        validate_info(&path, &info)?;
-        loaded.info = info;
+        loaded.info = self.describe(&loaded, &path)?;
         Ok(loaded)
     }
 
@@ -271,7 +273,21 @@ impl Runtime {
             .chatmill_adapter_parser()
             .call_describe(&mut store)
             .map_err(|e| err(&store, e))?;
-        Ok(crate::convert::adapter_info(info))
+        let info = crate::boundary::adapter_info(info).map_err(|(field, value)| {
+            AdapterError::InvalidInfo {
+                path: path.to_path_buf(),
+                field,
+                value,
+            }
+        })?;
+        if semver::Version::parse(&info.version).is_err() {
+            return Err(AdapterError::InvalidInfo {
+                path: path.to_path_buf(),
+                field: "version",
+                value: info.version,
+            });
+        }
+        Ok(info)
     }
 
     /// How sure `adapter` is that `head`/`file_name` is its format (0..=100).
@@ -284,17 +300,30 @@ impl Runtime {
         file_name: &str,
     ) -> Result<u8, AdapterError> {
         let label = adapter.label();
+        let budget = self.limits.call_timeout.min(SNIFF_TIMEOUT);
+        let failed = |store: &Store<HostState>, e| {
+            let mut e = classify_trap(self, store, &label, file_name, e, false);
+            if let AdapterError::Limit {
+                limit: Limit::CallTimeout,
+                limits,
+                ..
+            } = &mut e
+            {
+                limits.call_timeout = budget;
+            }
+            e
+        };
         let mut store = self.new_store(&label, file_name);
         let world = adapter
             .pre
             .instantiate(&mut store)
-            .map_err(|e| classify_trap(self, &store, &label, file_name, e, false))?;
-        self.arm(&mut store, None);
+            .map_err(|e| failed(&store, e))?;
+        self.arm(&mut store, Some(Instant::now() + budget));
         world
             .chatmill_adapter_parser()
             .call_sniff(&mut store, head, file_name)
             .map(|s| s.min(100))
-            .map_err(|e| classify_trap(self, &store, &label, file_name, e, false))
+            .map_err(|e| failed(&store, e))
     }
 }
 
@@ -329,31 +358,6 @@ fn check_component_header(path: &Path, wasm: &[u8]) -> Result<(), AdapterError> 
         path: path.to_path_buf(),
         reason: reason.into(),
     })
-}
-
-fn validate_info(path: &Path, info: &AdapterInfo) -> Result<(), AdapterError> {
-    let id_ok = !info.id.is_empty()
-        && info.id.len() <= 64
-        && info
-            .id
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !info.id.starts_with('-');
-    if !id_ok {
-        return Err(AdapterError::InvalidInfo {
-            path: path.to_path_buf(),
-            field: "id",
-            value: info.id.clone(),
-        });
-    }
-    if semver::Version::parse(&info.version).is_err() {
-        return Err(AdapterError::InvalidInfo {
-            path: path.to_path_buf(),
-            field: "version",
-            value: info.version.clone(),
-        });
-    }
-    Ok(())
 }
 
 /// Turns a wasmtime error from a guest call into the error the user sees.

@@ -193,7 +193,8 @@ impl log::Host for HostState {
         while !message.is_char_boundary(end) {
             end -= 1;
         }
-        let message = &message[..end];
+        // Shown on a terminal: controls and bidi overrides made visible.
+        let message = chatmill_model::visible::visible(&message[..end]);
         self.log_budget -= end.max(1);
         let (adapter, input) = (&self.adapter, &self.input);
         match level {
