@@ -15,6 +15,43 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use rustix::fs::{Mode, OFlags};
 
+/// Longest file name the host writes, bytes (ext4's and most others' limit).
+pub const NAME_MAX: usize = 255;
+
+/// `name` when it is one plain file name: not empty, at most [`NAME_MAX`]
+/// bytes, no `/` or `\\`, no NUL or other control character, and no leading
+/// `.` (no `..`, no hidden or temp-looking file). Every file the host writes
+/// under the root is checked so before the write: names are built from what
+/// adapters and clients send, and the rules at the boundary are the first
+/// line, this the second.
+pub fn plain_name(name: &str) -> std::io::Result<&str> {
+    let why = if name.is_empty() {
+        "it is empty"
+    } else if name.len() > NAME_MAX {
+        "it is longer than 255 bytes"
+    } else if name.contains(['/', '\\']) {
+        "it holds a path separator"
+    } else if name.starts_with('.') {
+        "it starts with `.`"
+    } else if name.chars().any(char::is_control) {
+        "it holds a control character"
+    } else {
+        return Ok(name);
+    };
+    Err(std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        format!(
+            "refusing to write `{}`: not one plain file name ({why})",
+            name.escape_debug()
+        ),
+    ))
+}
+
+/// `dir/name`, when `name` is a [`plain_name`].
+pub fn join_plain(dir: &Path, name: &str) -> std::io::Result<std::path::PathBuf> {
+    Ok(dir.join(plain_name(name)?))
+}
+
 /// Replaces `path` whole, durably.
 pub fn write_durable(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     write_durable_with(path, |w| w.write_all(bytes))
@@ -72,6 +109,7 @@ impl Folder {
     /// Replaces the file `name` (no folders in it) whole; durable after the
     /// next [`sync`]. Owner-only, as [`write_durable`]'s temp files are.
     pub fn write(&self, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+        let name = plain_name(name)?;
         let (tmp, file) = self.temp_file()?;
         let written = std::fs::File::from(file).write_all(bytes);
         let renamed = written.and_then(|()| {
@@ -115,6 +153,36 @@ pub fn sync(dir: &Path) -> std::io::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn only_plain_names_are_written() {
+        for bad in [
+            "",
+            "../escaped.md",
+            "/tmp/abs.md",
+            "a\0b.md",
+            ".hidden.md",
+            "..",
+            "a\\b.md",
+            "a\nb.md",
+        ] {
+            assert!(plain_name(bad).is_err(), "{bad:?}");
+        }
+        assert!(plain_name(&"a".repeat(256)).is_err());
+        assert!(plain_name("chatgpt-3f9a1c2b7d4e-003-2024-05-01.md").is_ok());
+        let dir = tempfile::tempdir().unwrap();
+        let inner = dir.path().join("root");
+        std::fs::create_dir(&inner).unwrap();
+        let folder = Folder::open(&inner).unwrap();
+        let e = folder.write("../escaped.md", b"x").unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+        assert!(!dir.path().join("escaped.md").exists());
+        assert_eq!(
+            std::fs::read_dir(&inner).unwrap().count(),
+            0,
+            "no temp file left"
+        );
+    }
+
     #[test]
     fn writes_replace_whole_files() {
         let dir = tempfile::tempdir().unwrap();

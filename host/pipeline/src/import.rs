@@ -11,7 +11,9 @@ use std::time::Duration;
 use crate::lock::RootLock;
 
 use chatmill_index::{ChunkRecord, Indexer};
-use chatmill_runtime::{AdapterSet, Input, Runtime, SelectError};
+use chatmill_runtime::{
+    AdapterSet, Adjustments, Declined, Input, LoadedAdapter, Runtime, SelectError,
+};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
@@ -56,6 +58,9 @@ pub struct Summary {
     pub mechanical_excluded: u32,
     pub files_skipped: Vec<FileProblem>,
     pub errors: Vec<FileProblem>,
+    /// Inputs imported with something the user should know: values the
+    /// trust boundary dropped or cut, an adapter that declined the file.
+    pub warnings: Vec<FileProblem>,
     /// Chunks the manifest knows after the run.
     pub chunks_total: u32,
     /// Chunks handed to the index this run (new ones, and earlier ones the
@@ -717,6 +722,51 @@ fn forget_chunks_of(
 /// Parses `item` (joined with `companion`, when it has one the same adapter
 /// reads) and writes its chunks. Returns the companion when it turned out
 /// to need an import of its own.
+/// What the parse thread leaves: the adapter that read the input, the ones
+/// that declined it first, and what the trust boundary changed.
+#[derive(Default)]
+struct Parsed<'a> {
+    adapter: Option<&'a LoadedAdapter>,
+    declined: Vec<Declined>,
+    adjustments: Adjustments,
+}
+
+/// Parses `input` with the first of `candidates` that takes it, sending
+/// each conversation (or the error that ends the parse) on `tx`.
+fn parse_into<'a>(
+    svc: &Services<'a>,
+    candidates: &[&'a LoadedAdapter],
+    input: &Input,
+    tx: &std::sync::mpsc::SyncSender<Result<chatmill_model::Conversation, String>>,
+) -> Parsed<'a> {
+    let (mut stream, declined) = match svc.runtime.parse_first(candidates, input) {
+        Ok(opened) => opened,
+        Err(e) => {
+            let _ = tx.send(Err(e.to_string()));
+            return Parsed::default();
+        }
+    };
+    loop {
+        match stream.next_conversation() {
+            Ok(Some(conv)) => {
+                if tx.send(Ok(conv)).is_err() {
+                    break; // The processing side gave up.
+                }
+            }
+            Ok(None) => break,
+            Err(e) => {
+                let _ = tx.send(Err(e.to_string()));
+                break;
+            }
+        }
+    }
+    Parsed {
+        adapter: Some(stream.adapter()),
+        declined,
+        adjustments: stream.adjustments().clone(),
+    }
+}
+
 fn import_parsed<'i>(
     w: &mut Work<'_, '_>,
     ((item, digest), companion): Hashed<'i, '_>,
@@ -780,11 +830,11 @@ fn import_parsed<'i>(
         return alone;
     }
     let mut input = file_input(item, size, &local);
-    let adapter = match svc
+    let candidates = match svc
         .adapters
-        .select(svc.runtime, &input, opts.format.as_deref())
+        .candidates(svc.runtime, &input, opts.format.as_deref())
     {
-        Ok(a) => a,
+        Ok(c) => c,
         Err(e) => {
             let hint = e.hint();
             let reason = e.to_string();
@@ -802,6 +852,7 @@ fn import_parsed<'i>(
             return alone;
         }
     };
+    let adapter = candidates[0];
     // A batch's results file is parsed after its requests, as one input,
     // when the same adapter reads both (else it is imported on its own).
     let mut joined: Option<(&Item, (String, u64), inventory::Materialized)> = None;
@@ -852,43 +903,17 @@ fn import_parsed<'i>(
     } else {
         alone
     };
-    record.adapter = Some(AdapterRef {
-        id: adapter.info.id.clone(),
-        version: adapter.info.version.clone(),
-        sha256: adapter.sha256.clone(),
-    });
     let mut pairs = 0usize;
     let mut skipped_by_adapter = 0u32;
     // The adapter parses on its own thread while this one chunks and writes
     // (two stages, two cores); a bounded channel keeps memory to a few
     // conversations.
-    let result = std::thread::scope(|scope| -> Result<(), String> {
+    let (result, parsed) = std::thread::scope(|scope| {
         let (tx, rx) =
             std::sync::mpsc::sync_channel::<Result<chatmill_model::Conversation, String>>(4);
         let input = &input;
-        scope.spawn(move || {
-            let mut stream = match svc.runtime.parse(adapter, input) {
-                Ok(s) => s,
-                Err(e) => {
-                    let _ = tx.send(Err(e.to_string()));
-                    return;
-                }
-            };
-            loop {
-                match stream.next_conversation() {
-                    Ok(Some(conv)) => {
-                        if tx.send(Ok(conv)).is_err() {
-                            return; // The processing side gave up.
-                        }
-                    }
-                    Ok(None) => return,
-                    Err(e) => {
-                        let _ = tx.send(Err(e.to_string()));
-                        return;
-                    }
-                }
-            }
-        });
+        let candidates = &candidates;
+        let parser = scope.spawn(move || parse_into(svc, candidates, input, &tx));
         // Full batches are indexed on their own thread, overlapping the
         // chunking of the next ones (the store's inserts or the embedding
         // model take as long as everything else); in order, one at a time.
@@ -1005,8 +1030,37 @@ fn import_parsed<'i>(
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
             done.merge_into(summary, index_failure);
         }
-        chunked
+        let parsed = parser
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (chunked, parsed)
     });
+    let adapter = parsed.adapter.unwrap_or(adapter);
+    record.adapter = Some(AdapterRef {
+        id: adapter.info.id.clone(),
+        version: adapter.info.version.clone(),
+        sha256: adapter.sha256.clone(),
+    });
+    for d in &parsed.declined {
+        summary.warnings.push(problem(
+            format!(
+                "adapter {} said it is not its format ({}); read with `{}` instead",
+                d.adapter, d.message, adapter.info.id
+            ),
+            Some(format!(
+                "`--format {}` picks that adapter without asking the others",
+                adapter.info.id
+            )),
+            false,
+        ));
+    }
+    for line in parsed.adjustments.lines() {
+        summary.warnings.push(problem(
+            format!("adapter `{}`: {line}", adapter.info.id),
+            Some("the adapter breaks a rule of `wit/adapter.wit`: report it to its author".into()),
+            false,
+        ));
+    }
     if let Some(indexer) = svc.indexer.filter(|_| !pending.records.is_empty()) {
         let mut done = Indexed::default();
         done.add(indexer, &pending);

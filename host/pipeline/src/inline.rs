@@ -163,8 +163,8 @@ impl InlineWriter {
         &self.root
     }
 
-    fn raw_log(&self, session: &str) -> PathBuf {
-        self.root.join("raw").join(format!("{session}.md"))
+    fn raw_log(&self, session: &str) -> std::io::Result<PathBuf> {
+        crate::atomic::join_plain(&self.root.join("raw"), &format!("{session}.md"))
     }
 
     /// Processes one turn; see the module docs.
@@ -209,7 +209,12 @@ impl InlineWriter {
         }
 
         // 1. The raw log (unless a crash after this step left it there).
-        let raw_path = self.raw_log(&t.session_id);
+        let raw_path = self
+            .raw_log(&t.session_id)
+            .map_err(|source| InlineError::RawLog {
+                path: self.root.join("raw"),
+                source,
+            })?;
         if !self.sessions.contains_key(&t.session_id) {
             let raw_turn = fs_err::read_to_string(&raw_path)
                 .map(|text| {

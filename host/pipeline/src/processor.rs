@@ -18,21 +18,9 @@ use crate::manifest::{Manifest, conversation_key};
 use crate::record::index_record;
 use crate::render::{RenderOptions, plain_text, render_parts};
 
-/// Frontmatter keys adapters' metadata may not override.
-const RESERVED: &[&str] = &[
-    "source_file",
-    "source_platform",
-    "model_used",
-    "timestamp",
-    "conversation_title",
-    "turn_range",
-    "topics",
-    "chunk_id",
-    "agent_id",
-    "conversation_id",
-    "part",
-    HEADER_STATUS,
-];
+/// Frontmatter keys adapters' metadata may not override. The runtime drops
+/// and reports them already; kept here too, as the last line before YAML.
+const RESERVED: &[&str] = chatmill_model::RESERVED_KEYS;
 
 /// How chunk files are named.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
