@@ -212,7 +212,17 @@ pub enum AdaptersCommand {
         json: bool,
     },
     /// Validate an adapter component and install it into the adapters directory.
-    Add { path: PathBuf },
+    ///
+    /// The adapter is sniffed against a sample of every first-party format
+    /// first: one that claims files of another format is refused.
+    Add {
+        path: PathBuf,
+        /// Install it even when it claims files of first-party formats
+        /// (those files stay with their built-in adapters unless an import
+        /// names it with `--format`).
+        #[arg(long)]
+        force: bool,
+    },
     /// Remove an installed adapter.
     Remove { id: String },
     /// Show one adapter's details.

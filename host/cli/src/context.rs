@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use chatmill_runtime::{AdapterSet, Builtin, Limits, Runtime};
+use chatmill_runtime::{AdapterOrigin, AdapterSet, Builtin, Limits, Runtime};
 use serde::Deserialize;
 
 use crate::cli::Global;
@@ -154,6 +154,21 @@ impl Context {
                 .map(|h| format!("\n  hint: {h}"))
                 .unwrap_or_default();
             render::warning(&format!("skipping an installed adapter: {f}{hint}"));
+        }
+        // `--adapter PATH` gets `adapters add`'s lint, as warnings.
+        let samples = crate::commands::samples();
+        for a in set.adapters() {
+            if !matches!(a.origin, AdapterOrigin::Dev(_)) {
+                continue;
+            }
+            let lint = set.lint(&self.runtime, a, &samples)?;
+            let claims = crate::commands::report_lint(a, &lint);
+            if !claims.is_empty() {
+                render::warning(&format!(
+                    "adapter `{}` claims files of other formats: {claims}; they stay with their built-in adapters unless `--format {}` names it",
+                    a.info.id, a.info.id
+                ));
+            }
         }
         Ok(set)
     }

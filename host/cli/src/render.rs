@@ -4,6 +4,7 @@
 
 use std::process::ExitCode;
 
+use chatmill_runtime::model::visible::visible_keeping;
 use chatmill_runtime::{AdapterError, SelectError};
 use tracing_subscriber::EnvFilter;
 
@@ -91,10 +92,14 @@ impl From<SelectError> for CliError {
 
 /// Renders an error the way every chatmill message looks.
 pub fn error(e: &CliError) {
-    eprintln!(
-        "{}",
-        format_error(&e.error, e.hint.as_deref(), e.detail.as_deref())
-    );
+    let text = format_error(&e.error, e.hint.as_deref(), e.detail.as_deref());
+    eprintln!("{}", for_terminal(&text));
+}
+
+/// `text` with controls and bidi overrides made visible, line breaks kept
+/// (every message may quote what an adapter or a chat said).
+pub fn for_terminal(text: &str) -> std::borrow::Cow<'_, str> {
+    visible_keeping(text, &['\n'])
 }
 
 pub fn format_error(error: &anyhow::Error, hint: Option<&str>, detail: Option<&str>) -> String {
@@ -115,11 +120,11 @@ pub fn format_error(error: &anyhow::Error, hint: Option<&str>, detail: Option<&s
 }
 
 pub fn warning(message: &str) {
-    eprintln!("warning: {message}");
+    eprintln!("warning: {}", for_terminal(message));
 }
 
 pub fn notice(message: &str) {
-    eprintln!("note: {message}");
+    eprintln!("note: {}", for_terminal(message));
 }
 
 /// Quiet by default; `-v` raises chatmill's own crates only; `CHATMILL_LOG`

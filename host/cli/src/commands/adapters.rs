@@ -4,7 +4,8 @@
 
 use std::process::ExitCode;
 
-use chatmill_runtime::{AdapterOrigin, Input, LoadedAdapter};
+use chatmill_runtime::model::visible::visible;
+use chatmill_runtime::{AdapterOrigin, AdapterSet, Input, Lint, LoadedAdapter, Sample};
 use serde::Serialize;
 
 use crate::cli::AdaptersCommand;
@@ -59,10 +60,10 @@ pub fn run(ctx: &Context, cmd: AdaptersCommand) -> Result<ExitCode, CliError> {
                     println!(
                         "{:<14} {:<9} {:<6} {:<8} {}",
                         a.info.id,
-                        a.info.version,
+                        visible(&a.info.version),
                         a.api_version,
                         a.origin.kind(),
-                        formats.join(", ")
+                        visible(&formats.join(", "))
                     );
                 }
             }
@@ -79,25 +80,26 @@ pub fn run(ctx: &Context, cmd: AdaptersCommand) -> Result<ExitCode, CliError> {
             if as_json {
                 json(&listed(a))?;
             } else {
-                println!("{} ({})", a.info.name, a.info.id);
-                println!("version:     {}", a.info.version);
+                println!("{} ({})", visible(&a.info.name), a.info.id);
+                println!("version:     {}", visible(&a.info.version));
                 println!("adapter API: {}", a.api_version);
                 println!("source:      {}", a.origin.kind());
                 if let Some(p) = a.origin.path() {
-                    println!("path:        {}", p.display());
+                    println!("path:        {}", visible(&p.display().to_string()));
                 }
                 println!("sha256:      {}", a.sha256);
                 println!("formats:");
                 for f in &a.info.formats {
-                    println!("  {:<28} {}", f.id, f.description);
+                    println!("  {:<28} {}", f.id, visible(&f.description));
                     if !f.file_patterns.is_empty() {
-                        println!("  {:<28} files: {}", "", f.file_patterns.join(", "));
+                        let patterns = f.file_patterns.join(", ");
+                        println!("  {:<28} files: {}", "", visible(&patterns));
                     }
                 }
             }
             Ok(ExitCode::SUCCESS)
         }
-        AdaptersCommand::Add { path } => add(ctx, &path),
+        AdaptersCommand::Add { path, force } => add(ctx, &path, force),
         AdaptersCommand::Remove { id } => remove(ctx, &id),
         AdaptersCommand::Sniff { file } => {
             let set = ctx.adapter_set()?;
@@ -118,7 +120,42 @@ pub fn run(ctx: &Context, cmd: AdaptersCommand) -> Result<ExitCode, CliError> {
     }
 }
 
-fn add(ctx: &Context, path: &std::path::Path) -> Result<ExitCode, CliError> {
+/// The first-party samples every new adapter is sniffed against.
+pub fn samples() -> Vec<Sample> {
+    chatmill_builtin::SAMPLES
+        .iter()
+        .map(|s| Sample {
+            adapter: s.adapter,
+            format: s.format,
+            file_name: s.file_name,
+            bytes: s.bytes,
+        })
+        .collect()
+}
+
+/// Reports what [`AdapterSet::lint`] found as warnings and notes; returns
+/// the claims on first-party formats as one line (empty: none).
+pub fn report_lint(adapter: &LoadedAdapter, lint: &Lint) -> String {
+    let id = &adapter.info.id;
+    for (format, other) in &lint.shared_formats {
+        render::warning(&format!(
+            "adapter `{id}` declares the format id `{format}`, which adapter `{other}` declares too"
+        ));
+    }
+    if let Some(builtin) = &lint.replaces {
+        render::notice(&format!(
+            "adapter `{id}` {} carries the id of the built-in adapter `{builtin}`: it replaces it when its version is higher",
+            adapter.info.version
+        ));
+    }
+    lint.claims
+        .iter()
+        .map(|(format, score)| format!("`{format}` ({score}/100)"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn add(ctx: &Context, path: &std::path::Path, force: bool) -> Result<ExitCode, CliError> {
     let bytes = fs_err::read(path)
         .map_err(|e| CliError::usage(e, Some("check the path to the `.wasm` file".into())))?;
     // Loading validates everything: a component, the right world and API
@@ -128,7 +165,25 @@ fn add(ctx: &Context, path: &std::path::Path) -> Result<ExitCode, CliError> {
         .load(AdapterOrigin::Dev(path.to_path_buf()), &bytes)?;
     // `sniff` must answer too (an empty head is a fair question).
     ctx.runtime.sniff(&adapter, b"", "probe.txt")?;
+    let set: AdapterSet = ctx.adapter_set()?;
+    let lint = set.lint(&ctx.runtime, &adapter, &samples())?;
+    let claims = report_lint(&adapter, &lint);
     let id = &adapter.info.id;
+    if !claims.is_empty() {
+        let claimed = anyhow::anyhow!("adapter `{id}` claims files of other formats: {claims}");
+        if !force {
+            return Err(CliError::failed(
+                claimed,
+                Some(
+                    "an adapter's `sniff` must answer below 50 for files that are not its format; fix it, \
+                     or install it anyway with `--force` (those files stay with their built-in adapters \
+                     unless an import names it with `--format`)"
+                        .into(),
+                ),
+            ));
+        }
+        render::warning(&format!("{claimed}; installed anyway (`--force`)"));
+    }
     fs_err::create_dir_all(&ctx.adapters_dir).map_err(|e| CliError::failed(e, None))?;
     let dest = ctx.adapters_dir.join(format!("{id}.wasm"));
     let mut tmp = tempfile::NamedTempFile::new_in(&ctx.adapters_dir)
@@ -142,11 +197,6 @@ fn add(ctx: &Context, path: &std::path::Path) -> Result<ExitCode, CliError> {
         adapter.api_version,
         dest.display()
     );
-    if let Some((_, _)) = chatmill_builtin::ADAPTERS.iter().find(|(n, _)| n == id) {
-        render::notice(&format!(
-            "`{id}` is also a built-in adapter; the installed one is used only when its version is higher"
-        ));
-    }
     Ok(ExitCode::SUCCESS)
 }
 

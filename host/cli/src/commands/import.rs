@@ -14,6 +14,7 @@ use std::io::IsTerminal;
 use crate::cli::ImportArgs;
 use crate::context::Context;
 use crate::render::CliError;
+use chatmill_runtime::model::visible::visible;
 
 pub fn run(ctx: &Context, args: ImportArgs) -> Result<ExitCode, CliError> {
     let set = ctx.adapter_set()?;
@@ -89,6 +90,14 @@ pub fn run(ctx: &Context, args: ImportArgs) -> Result<ExitCode, CliError> {
         };
         CliError::usage(e, hint)
     })?;
+    for w in &summary.warnings {
+        let hint = w
+            .hint
+            .as_deref()
+            .map(|h| format!("\nhint: {h}"))
+            .unwrap_or_default();
+        crate::render::warning(&format!("`{}`: {}{hint}", w.file, w.reason));
+    }
     if args.json {
         let s = serde_json::to_string_pretty(&summary).map_err(|e| CliError::failed(e, None))?;
         println!("{s}");
@@ -127,7 +136,7 @@ fn print_human(s: &Summary, ctx: &Context) {
     if !s.files_skipped.is_empty() {
         println!("files skipped: {}", s.files_skipped.len());
         for f in &s.files_skipped {
-            println!("  {}: {}", f.file, f.reason);
+            println!("  {}: {}", visible(&f.file), visible(&f.reason));
         }
     }
     for e in &s.errors {

@@ -9,6 +9,8 @@ mod verify;
 
 use std::process::ExitCode;
 
+pub use adapters::{report_lint, samples};
+
 use crate::cli::{Cli, Command};
 use crate::context::Context;
 use crate::render::CliError;

@@ -23,6 +23,9 @@ struct Parsed {
     conversations: Option<Vec<Conversation>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<ErrorOut>,
+    /// What the trust boundary changed, and adapters that declined the input.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    warnings: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -64,6 +67,9 @@ pub fn run(ctx: &Context, args: ParseArgs) -> Result<ExitCode, CliError> {
         .collect();
     let mut failed = false;
     for r in &results {
+        for w in &r.warnings {
+            render::warning(&format!("{}: {w}", r.input));
+        }
         if let Some(e) = &r.error {
             failed = true;
             let err = anyhow::anyhow!("{}", e.message);
@@ -91,9 +97,10 @@ fn parse_one(runtime: &Runtime, set: &AdapterSet, input: Input, forced: Option<&
         encoding: None,
         conversations: None,
         error: None,
+        warnings: Vec::new(),
     };
-    let adapter = match set.select(runtime, &input, forced) {
-        Ok(a) => a,
+    let candidates = match set.candidates(runtime, &input, forced) {
+        Ok(c) => c,
         Err(e) => {
             out.error = Some(ErrorOut {
                 hint: e.hint(),
@@ -102,19 +109,31 @@ fn parse_one(runtime: &Runtime, set: &AdapterSet, input: Input, forced: Option<&
             return out;
         }
     };
-    out.adapter = Some(AdapterRef {
-        id: adapter.info.id.clone(),
-        version: adapter.info.version.clone(),
-        source: adapter.origin.kind(),
-    });
-    let result = runtime.parse(adapter, &input).and_then(|mut stream| {
-        out.encoding = Some(stream.encoding());
-        let mut convs = Vec::new();
-        while let Some(c) = stream.next_conversation()? {
-            convs.push(c);
-        }
-        Ok(convs)
-    });
+    let result = runtime
+        .parse_first(&candidates, &input)
+        .and_then(|(mut stream, declined)| {
+            let adapter = stream.adapter();
+            out.adapter = Some(AdapterRef {
+                id: adapter.info.id.clone(),
+                version: adapter.info.version.clone(),
+                source: adapter.origin.kind(),
+            });
+            out.encoding = Some(stream.encoding());
+            for d in declined {
+                out.warnings.push(format!(
+                    "adapter {} said it is not its format ({}); read with `{}` instead",
+                    d.adapter, d.message, adapter.info.id
+                ));
+            }
+            let mut convs = Vec::new();
+            let read = std::iter::from_fn(|| stream.next_conversation().transpose())
+                .try_for_each(|c| c.map(|c| convs.push(c)));
+            let id = &adapter.info.id;
+            let lines = stream.adjustments().lines();
+            out.warnings
+                .extend(lines.into_iter().map(|l| format!("adapter `{id}`: {l}")));
+            read.map(|()| convs)
+        });
     match result {
         Ok(c) => out.conversations = Some(c),
         Err(e) => {

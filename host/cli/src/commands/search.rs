@@ -13,6 +13,7 @@ use crate::backend::{self, Backend};
 use crate::cli::SearchArgs;
 use crate::context::Context;
 use crate::render::CliError;
+use chatmill_runtime::model::visible::{visible, visible_keeping};
 
 /// RFC 3339, or a date (midnight UTC; the end of the day for `--until`).
 fn parse_time(flag: &str, s: &str, end_of_day: bool) -> Result<i64, CliError> {
@@ -135,7 +136,8 @@ pub fn run(ctx: &Context, args: SearchArgs) -> Result<ExitCode, CliError> {
         let s = serde_json::to_string_pretty(&results).map_err(|e| CliError::failed(e, None))?;
         println!("{s}");
     } else if args.format.is_some() {
-        print!("{}", context_block(ctx, &results));
+        let block = context_block(ctx, &results);
+        print!("{}", visible_keeping(&block, &['\n', '\t']));
     } else if results.hits.is_empty() {
         println!("no results");
     } else {
@@ -145,11 +147,14 @@ pub fn run(ctx: &Context, args: SearchArgs) -> Result<ExitCode, CliError> {
                 i + 1,
                 h.score,
                 date(h.meta.timestamp),
-                h.meta.platform,
-                h.meta.title.as_deref().unwrap_or("(untitled)"),
-                h.meta.topics.join(", ")
+                visible(&h.meta.platform),
+                visible(h.meta.title.as_deref().unwrap_or("(untitled)")),
+                visible(&h.meta.topics.join(", "))
             );
-            println!("    {}", ctx.root.join(&h.meta.path).display());
+            println!(
+                "    {}",
+                visible(&ctx.root.join(&h.meta.path).display().to_string())
+            );
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -9,6 +9,7 @@ use chatmill_pipeline::verify;
 use crate::cli::VerifyArgs;
 use crate::context::Context;
 use crate::render::CliError;
+use chatmill_runtime::model::visible::visible;
 
 pub fn run(ctx: &Context, args: VerifyArgs) -> Result<ExitCode, CliError> {
     if !ctx.root.is_dir() {
@@ -38,10 +39,15 @@ pub fn run(ctx: &Context, args: VerifyArgs) -> Result<ExitCode, CliError> {
             println!("index chunks:      {n}");
         }
         for r in &report.repaired {
-            println!("repaired: {r}");
+            println!("repaired: {}", visible(r));
         }
         for p in &report.problems {
-            println!("{}: {}: {}", p.kind, p.subject, p.message);
+            println!(
+                "{}: {}: {}",
+                p.kind,
+                visible(&p.subject),
+                visible(&p.message)
+            );
         }
         if report.ok() {
             println!("ok");
