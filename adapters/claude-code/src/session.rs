@@ -389,7 +389,7 @@ fn read_session(input: Input) -> Result<Option<Conversation>, ParseError> {
     }
     if subagent {
         if let Some(a) = &header.agent_id {
-            metadata.push(("agent_id".to_string(), a.clone()));
+            metadata.push(("subagent_id".to_string(), a.clone()));
         }
         if let Some(p) = &parent_session {
             metadata.push(("parent_session_id".to_string(), p.clone()));

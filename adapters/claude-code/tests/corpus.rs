@@ -296,7 +296,7 @@ fn subagent_files_are_their_own_conversations() {
     );
     let s = start(&items);
     assert_eq!(s.id, "agent-a0ad4f44468bdf20d");
-    assert_eq!(meta(&s.metadata, "agent_id"), Some("a0ad4f44468bdf20d"));
+    assert_eq!(meta(&s.metadata, "subagent_id"), Some("a0ad4f44468bdf20d"));
     let p = pairs(&items)[0];
     assert_eq!(texts(&p.user), ["Search the repo for TODO comments"]);
     assert_eq!(
