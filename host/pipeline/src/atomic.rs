@@ -153,6 +153,8 @@ pub fn sync(dir: &Path) -> std::io::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use super::{Folder, plain_name};
+
     #[test]
     fn only_plain_names_are_written() {
         for bad in [
