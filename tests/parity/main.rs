@@ -193,3 +193,51 @@ fn every_corpus_file_is_recognized_and_parses_identically_in_the_sandbox() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(checked >= 25, "only {checked} corpus files were parsed");
 }
+
+/// The samples `adapters add` sniffs new adapters against: one for every
+/// format a built-in declares, each read in the sandbox by its own adapter
+/// (with at least one pair) and claimed by no other — else the lint would
+/// refuse honest adapters or pass greedy ones.
+#[test]
+fn every_builtin_format_has_a_sample_only_its_adapter_claims() {
+    let cache = tempfile::tempdir().unwrap();
+    let runtime = Runtime::new(Limits::default(), Some(cache.path())).unwrap();
+    let builtins: Vec<Builtin> = chatmill_builtin::ADAPTERS
+        .iter()
+        .map(|(name, wasm)| Builtin { name, wasm })
+        .collect();
+    let set = AdapterSet::load(&runtime, &builtins, None, &[]).unwrap();
+    let declared: Vec<(&str, &str)> = set
+        .adapters()
+        .iter()
+        .flat_map(|a| {
+            a.info
+                .formats
+                .iter()
+                .map(|f| (a.info.id.as_str(), f.id.as_str()))
+        })
+        .collect();
+    let sampled: Vec<(&str, &str)> = chatmill_builtin::SAMPLES
+        .iter()
+        .map(|s| (s.adapter, s.format))
+        .collect();
+    let (mut declared_sorted, mut sampled_sorted) = (declared.clone(), sampled.clone());
+    declared_sorted.sort();
+    sampled_sorted.sort();
+    assert_eq!(
+        declared_sorted, sampled_sorted,
+        "one sample per declared format"
+    );
+    for s in chatmill_builtin::SAMPLES {
+        let input = Input::from_bytes(s.file_name, s.bytes.to_vec());
+        let scores = set.scores(&runtime, &input).unwrap();
+        let claims: Vec<_> = scores.iter().filter(|(_, n)| *n >= 50).collect();
+        assert_eq!(claims.len(), 1, "{}: {scores:?}", s.format);
+        assert_eq!(claims[0].0, s.adapter, "{}: {scores:?}", s.format);
+        assert!(claims[0].1 >= 70, "{}: {scores:?}", s.format);
+        let adapter = set.get(s.adapter).unwrap();
+        let convs = runtime.parse_all(adapter, &input).unwrap();
+        let pairs: usize = convs.iter().map(|c| c.pairs.len()).sum();
+        assert!(pairs >= 1, "{}: no pairs", s.format);
+    }
+}
