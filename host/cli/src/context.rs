@@ -161,7 +161,16 @@ impl Context {
             if !matches!(a.origin, AdapterOrigin::Dev(_)) {
                 continue;
             }
-            let lint = set.lint(&self.runtime, a, &samples)?;
+            let lint = match set.lint(&self.runtime, a, &samples) {
+                Ok(lint) => lint,
+                Err(e) => {
+                    render::warning(&format!(
+                        "{e}; adapter `{}` is left out of sniffing for the rest of this run",
+                        a.info.id
+                    ));
+                    continue;
+                }
+            };
             let claims = crate::commands::report_lint(a, &lint);
             if !claims.is_empty() {
                 render::warning(&format!(

@@ -723,12 +723,14 @@ fn forget_chunks_of(
 /// reads) and writes its chunks. Returns the companion when it turned out
 /// to need an import of its own.
 /// What the parse thread leaves: the adapter that read the input, the ones
-/// that declined it first, and what the trust boundary changed.
+/// that declined it first, what the trust boundary changed, and the hint of
+/// the error that ended the parse.
 #[derive(Default)]
 struct Parsed<'a> {
     adapter: Option<&'a LoadedAdapter>,
     declined: Vec<Declined>,
     adjustments: Adjustments,
+    hint: Option<String>,
 }
 
 /// Parses `input` with the first of `candidates` that takes it, sending
@@ -743,9 +745,13 @@ fn parse_into<'a>(
         Ok(opened) => opened,
         Err(e) => {
             let _ = tx.send(Err(e.to_string()));
-            return Parsed::default();
+            return Parsed {
+                hint: e.hint(),
+                ..Parsed::default()
+            };
         }
     };
+    let mut hint = None;
     loop {
         match stream.next_conversation() {
             Ok(Some(conv)) => {
@@ -755,6 +761,7 @@ fn parse_into<'a>(
             }
             Ok(None) => break,
             Err(e) => {
+                hint = e.hint();
                 let _ = tx.send(Err(e.to_string()));
                 break;
             }
@@ -764,6 +771,7 @@ fn parse_into<'a>(
         adapter: Some(stream.adapter()),
         declined,
         adjustments: stream.adjustments().clone(),
+        hint,
     }
 }
 
@@ -1083,14 +1091,14 @@ fn import_parsed<'i>(
         Err(reason) => {
             record.status = FileStatus::Failed;
             record.reason = Some(reason.clone());
-            summary.errors.push(problem(
-                reason,
-                Some(format!(
+            let hint = match parsed.hint {
+                Some(h) => format!("{h}; chunks already written from it are kept"),
+                None => format!(
                     "chunks already written from it are kept; fix the file or force an adapter with `--format`, then run again (adapter `{}`)",
                     adapter.info.id
-                )),
-                false,
-            ));
+                ),
+            };
+            summary.errors.push(problem(reason, Some(hint), false));
         }
         Ok(()) if pairs == 0 => {
             let reason = format!(

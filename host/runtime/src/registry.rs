@@ -299,7 +299,8 @@ impl AdapterSet {
     /// Checks `adapter` before it is trusted with files: sniffs it against
     /// `samples` of the first-party formats (a claim on a format whose
     /// adapter id it does not carry is listed) and compares its format ids
-    /// with the other adapters'. A failing sniff is an error.
+    /// with the other adapters'. A failing sniff is an error, and the
+    /// adapter is asked no more in this run.
     pub fn lint(
         &self,
         runtime: &Runtime,
@@ -313,7 +314,12 @@ impl AdapterSet {
         };
         for s in samples.iter().filter(|s| s.adapter != id) {
             let head = &s.bytes[..s.bytes.len().min(SNIFF_BYTES)];
-            let score = runtime.sniff(adapter, head, s.file_name)?;
+            let score = runtime.sniff(adapter, head, s.file_name).inspect_err(|_| {
+                self.broken_sniffers
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(id.to_string());
+            })?;
             if score >= MIN_CONFIDENCE {
                 lint.claims.push((s.format.to_string(), score));
             }

@@ -148,11 +148,16 @@ pub fn report_lint(adapter: &LoadedAdapter, lint: &Lint) -> String {
             adapter.info.version
         ));
     }
-    lint.claims
+    let mut listed: Vec<String> = lint
+        .claims
         .iter()
+        .take(3)
         .map(|(format, score)| format!("`{format}` ({score}/100)"))
-        .collect::<Vec<_>>()
-        .join(", ")
+        .collect();
+    if lint.claims.len() > 3 {
+        listed.push(format!("and {} more", lint.claims.len() - 3));
+    }
+    listed.join(", ")
 }
 
 fn add(ctx: &Context, path: &std::path::Path, force: bool) -> Result<ExitCode, CliError> {
