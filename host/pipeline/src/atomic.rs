@@ -200,7 +200,7 @@ mod tests {
     fn a_folder_replaces_whole_files_and_steps_over_stale_temp_files() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
-        let folder = super::Folder::open(dir.path()).unwrap();
+        let folder = Folder::open(dir.path()).unwrap();
         // What a killed run with this pid would have left for the next
         // two temp names.
         let next = super::TEMP.load(std::sync::atomic::Ordering::Relaxed);
