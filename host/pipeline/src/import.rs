@@ -989,7 +989,10 @@ fn import_parsed<'i>(
                                     conv.id
                                 )),
                             };
-                            let skipped = conv.skipped.values().sum::<u32>();
+                            let skipped = conv
+                                .skipped
+                                .values()
+                                .fold(0u32, |n, &m| n.saturating_add(m));
                             // The receiver is gone only when this file failed.
                             let _ = tx.send((seq, (conv.pairs.len(), skipped, prepared)));
                         });
@@ -1006,7 +1009,7 @@ fn import_parsed<'i>(
                         next += 1;
                         in_flight -= n.max(1);
                         pairs += n;
-                        skipped_by_adapter += skipped;
+                        skipped_by_adapter = skipped_by_adapter.saturating_add(skipped);
                         let out = p.commit(prepared?, manifest);
                         summary.chunks_written += out.written.len() as u32;
                         summary.duplicates_skipped += out.duplicates;
