@@ -110,8 +110,9 @@ fn native_by_id(id: &str, path: &Path) -> Vec<Conversation> {
     }
 }
 
-#[test]
-fn every_corpus_file_is_recognized_and_parses_identically_in_the_sandbox() {
+/// A runtime (compiled cache in a temp folder, kept alive by the first
+/// value) and the built-in adapters.
+fn builtins() -> (tempfile::TempDir, Runtime, AdapterSet) {
     let cache = tempfile::tempdir().unwrap();
     let runtime = Runtime::new(Limits::default(), Some(cache.path())).unwrap();
     let builtins: Vec<Builtin> = chatmill_builtin::ADAPTERS
@@ -119,6 +120,12 @@ fn every_corpus_file_is_recognized_and_parses_identically_in_the_sandbox() {
         .map(|(name, wasm)| Builtin { name, wasm })
         .collect();
     let set = AdapterSet::load(&runtime, &builtins, None, &[]).unwrap();
+    (cache, runtime, set)
+}
+
+#[test]
+fn every_corpus_file_is_recognized_and_parses_identically_in_the_sandbox() {
+    let (_cache, runtime, set) = builtins();
     let mut checked = 0;
     let mut failures = Vec::new();
     for path in corpus_files() {
@@ -200,13 +207,7 @@ fn every_corpus_file_is_recognized_and_parses_identically_in_the_sandbox() {
 /// refuse honest adapters or pass greedy ones.
 #[test]
 fn every_builtin_format_has_a_sample_only_its_adapter_claims() {
-    let cache = tempfile::tempdir().unwrap();
-    let runtime = Runtime::new(Limits::default(), Some(cache.path())).unwrap();
-    let builtins: Vec<Builtin> = chatmill_builtin::ADAPTERS
-        .iter()
-        .map(|(name, wasm)| Builtin { name, wasm })
-        .collect();
-    let set = AdapterSet::load(&runtime, &builtins, None, &[]).unwrap();
+    let (_cache, runtime, set) = builtins();
     let declared: Vec<(&str, &str)> = set
         .adapters()
         .iter()
