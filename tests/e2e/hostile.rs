@@ -548,7 +548,7 @@ fn chatgpt_export(env: &Env) -> String {
 
 // An adapter that claims every file and a built-in's format id never takes
 // that format's files from the built-in, and is warned about; forced with
-// `--format`, it gets the file (and declines it).
+// `--adapter-id`, it gets the file (and declines it).
 #[test]
 fn a_greedy_adapter_never_takes_a_first_party_format() {
     let env = Env::new();
@@ -576,7 +576,13 @@ fn a_greedy_adapter_never_takes_a_first_party_format() {
 
     let root2 = env.path("root2").display().to_string();
     let args = [
-        "--root", &root2, "import", "--json", "--format", "greedy", &input,
+        "--root",
+        &root2,
+        "import",
+        "--json",
+        "--adapter-id",
+        "greedy",
+        &input,
     ];
     let forced = chatmill(&env, &["greedy"], &args);
     assert_eq!(forced.code, 1, "{forced:?}");

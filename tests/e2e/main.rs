@@ -6,6 +6,7 @@ mod support;
 mod adapters_cmd;
 mod containment;
 mod examples;
+mod exit_codes;
 mod hostile;
 mod import;
 mod normalization;

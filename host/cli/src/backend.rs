@@ -11,7 +11,8 @@ use chatmill_index::{
 };
 use serde::Deserialize;
 
-use crate::render::{self, CliError};
+use crate::command_error::CliError;
+use crate::render;
 
 /// Where the embedded index lives under the root.
 pub const INDEX_FILE: &str = ".chatmill/index.sqlite3";
@@ -66,11 +67,14 @@ impl Default for EmbeddingConfig {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+/// An index store: `[index] backend` in config.toml, `reindex --to`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Backend {
+    /// The embedded SQLite file under the root.
     #[default]
     Sqlite,
+    /// A ChromaDB server.
     Chroma,
 }
 
@@ -83,11 +87,6 @@ pub struct IndexConfig {
     pub chroma: Option<ChromaConfig>,
 }
 
-fn failed(e: IndexError) -> CliError {
-    let hint = e.hint();
-    CliError::failed(e, hint)
-}
-
 /// The configured embedder; on a missing local model or an unreachable
 /// endpoint, the lexical stand-in with a warning (searches say so too, and
 /// `chatmill reindex` re-embeds once the model is there).
@@ -98,10 +97,10 @@ pub fn embedder(root: &Path, cfg: &EmbeddingConfig) -> Result<Arc<dyn Embedder>,
         Some("openai") => Provider::Openai,
         Some("lexical") => Provider::Lexical,
         Some(other) if !other.is_empty() => {
-            return Err(CliError::usage(
-                anyhow::anyhow!("CHATMILL_EMBEDDING=`{other}` is not a provider"),
-                Some("use local, openai or lexical".into()),
-            ));
+            return Err(CliError::usage(anyhow::anyhow!(
+                "CHATMILL_EMBEDDING=`{other}` is not a provider"
+            ))
+            .hint("use local, openai or lexical"));
         }
         _ => cfg.provider,
     };
@@ -110,13 +109,10 @@ pub fn embedder(root: &Path, cfg: &EmbeddingConfig) -> Result<Arc<dyn Embedder>,
         Provider::Local => local(cfg),
         Provider::Openai => {
             let (Some(url), Some(model)) = (&cfg.url, &cfg.model) else {
-                return Err(CliError::usage(
-                    anyhow::anyhow!("`[embedding] provider = \"openai\"` needs `url` and `model`"),
-                    Some(
-                        "e.g. url = \"http://127.0.0.1:11434/v1\", model = \"nomic-embed-text\""
-                            .into(),
-                    ),
-                ));
+                return Err(CliError::usage(anyhow::anyhow!(
+                    "`[embedding] provider = \"openai\"` needs `url` and `model`"
+                ))
+                .hint("e.g. url = \"http://127.0.0.1:11434/v1\", model = \"nomic-embed-text\""));
             };
             let mut r = RemoteConfig::new(url, model);
             r.api_key.clone_from(&cfg.api_key);
@@ -146,7 +142,7 @@ pub fn embedder(root: &Path, cfg: &EmbeddingConfig) -> Result<Arc<dyn Embedder>,
     if !cfg.cache {
         return Ok(Arc::from(real));
     }
-    let cached = Cached::open(real, &root.join(EMBED_CACHE_FILE)).map_err(failed)?;
+    let cached = Cached::open(real, &root.join(EMBED_CACHE_FILE))?;
     Ok(Arc::new(cached))
 }
 
@@ -184,17 +180,15 @@ fn local(_cfg: &EmbeddingConfig) -> Result<Box<dyn Embedder>, IndexError> {
 /// The configured store (or the one `--to` names).
 pub fn store(root: &Path, cfg: &IndexConfig, backend: Backend) -> Result<Arc<dyn Store>, CliError> {
     match backend {
-        Backend::Sqlite => Ok(Arc::new(
-            SqliteStore::open(&root.join(INDEX_FILE)).map_err(failed)?,
-        )),
+        Backend::Sqlite => Ok(Arc::new(SqliteStore::open(&root.join(INDEX_FILE))?)),
         Backend::Chroma => {
             let Some(c) = cfg.chroma.clone() else {
-                return Err(CliError::usage(
-                    anyhow::anyhow!("the chroma backend needs `[index.chroma] url`"),
-                    Some("add `[index.chroma]` with `url = \"http://127.0.0.1:8000\"` to config.toml".into()),
-                ));
+                return Err(CliError::usage(anyhow::anyhow!(
+                    "the chroma backend needs `[index.chroma] url`"
+                ))
+                .hint("add `[index.chroma]` with `url = \"http://127.0.0.1:8000\"` to config.toml, or pass `--chroma-url`"));
             };
-            Ok(Arc::new(ChromaStore::connect(c).map_err(failed)?))
+            Ok(Arc::new(ChromaStore::connect(c)?))
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -94,17 +94,7 @@ pub enum Command {
     /// Rebuild the index from the chunk files (the source of truth), with
     /// the current embedding model; `--to chroma` fills a ChromaDB server
     /// instead (a migration: the configured index is left as it is).
-    Reindex {
-        #[arg(long)]
-        json: bool,
-        /// The store to fill: `sqlite` (the embedded file) or `chroma`
-        /// (`[index.chroma]` in the config, or `--chroma-url`).
-        #[arg(long, value_name = "BACKEND")]
-        to: Option<String>,
-        /// The Chroma server for `--to chroma`, e.g. http://127.0.0.1:8000.
-        #[arg(long, value_name = "URL")]
-        chroma_url: Option<String>,
-    },
+    Reindex(ReindexArgs),
     /// Check chunk files, manifest and index agree (`--repair` re-derives
     /// the manifest and index from the chunk files).
     Verify(VerifyArgs),
@@ -116,13 +106,27 @@ pub enum Command {
 }
 
 #[derive(Debug, Args)]
+pub struct ReindexArgs {
+    #[arg(long)]
+    pub json: bool,
+    /// The store to fill (default: the configured one); `chroma` takes
+    /// `[index.chroma]` from the config, or `--chroma-url`.
+    #[arg(long, value_enum, value_name = "BACKEND")]
+    pub to: Option<crate::backend::Backend>,
+    /// The Chroma server for `--to chroma`, e.g. http://127.0.0.1:8000.
+    #[arg(long, value_name = "URL")]
+    pub chroma_url: Option<String>,
+}
+
+#[derive(Debug, Args)]
 pub struct ParseArgs {
     /// Files or folders (folders are walked recursively).
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
-    /// Use this adapter for every input instead of sniffing.
-    #[arg(long, value_name = "ID")]
-    pub format: Option<String>,
+    /// Use the adapter with this id for every input instead of sniffing
+    /// (`--format` is the older spelling).
+    #[arg(long = "adapter-id", alias = "format", value_name = "ID")]
+    pub adapter_id: Option<String>,
     /// Print compact JSON (default: pretty).
     #[arg(long)]
     pub compact: bool,
@@ -132,9 +136,10 @@ pub struct ParseArgs {
 pub struct ImportArgs {
     /// Files or folders to import (default: `ROOT/raw`).
     pub inputs: Vec<PathBuf>,
-    /// Use this adapter for every input instead of sniffing.
-    #[arg(long, value_name = "ID")]
-    pub format: Option<String>,
+    /// Use the adapter with this id for every input instead of sniffing
+    /// (`--format` is the older spelling).
+    #[arg(long = "adapter-id", alias = "format", value_name = "ID")]
+    pub adapter_id: Option<String>,
     /// Print the processing summary as JSON.
     #[arg(long)]
     pub json: bool,
@@ -188,9 +193,16 @@ pub struct SearchArgs {
     /// Print JSON.
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
-    /// `context`: numbered entries with provenance, ready for a prompt.
-    #[arg(long, value_name = "FORMAT")]
-    pub format: Option<String>,
+    /// How to print the hits (default: a list).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<SearchFormat>,
+}
+
+/// How `search` prints its hits besides the default list and `--json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SearchFormat {
+    /// Numbered entries with provenance, ready for a prompt.
+    Context,
 }
 
 #[derive(Debug, Args)]
@@ -219,7 +231,7 @@ pub enum AdaptersCommand {
         path: PathBuf,
         /// Install it even when it claims files of first-party formats
         /// (those files stay with their built-in adapters unless an import
-        /// names it with `--format`).
+        /// names it with `--adapter-id`).
         #[arg(long)]
         force: bool,
     },

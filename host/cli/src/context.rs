@@ -9,7 +9,8 @@ use chatmill_runtime::{AdapterOrigin, AdapterSet, Builtin, Limits, Runtime};
 use serde::Deserialize;
 
 use crate::cli::Global;
-use crate::render::{self, CliError};
+use crate::command_error::CliError;
+use crate::render;
 
 /// The config file (`config.toml`). Every key is optional.
 #[derive(Debug, Default, Deserialize)]
@@ -50,11 +51,11 @@ impl Config {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && explicit.is_none() => {
                 return Ok(Self::default());
             }
-            Err(e) => return Err(CliError::usage(e, Some("check the `--config` path".into()))),
+            Err(e) => return Err(CliError::usage(e).hint("check the `--config` path")),
         };
         toml::from_str(&text)
             .with_context(|| format!("invalid config file `{}`", path.display()))
-            .map_err(|e| CliError::usage(e, Some("see README.md, \"Configuration\"".into())))
+            .map_err(|e| CliError::usage(e).hint("see README.md, \"Configuration\""))
     }
 }
 
@@ -174,7 +175,7 @@ impl Context {
             let claims = crate::commands::report_lint(a, &lint);
             if !claims.is_empty() {
                 render::warning(&format!(
-                    "adapter `{}` claims files of other formats: {claims}; they stay with their built-in adapters unless `--format {}` names it",
+                    "adapter `{}` claims files of other formats: {claims}; they stay with their built-in adapters unless `--adapter-id {}` names it",
                     a.info.id, a.info.id
                 ));
             }

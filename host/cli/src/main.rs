@@ -5,6 +5,7 @@
 
 mod backend;
 mod cli;
+mod command_error;
 mod commands;
 mod context;
 mod render;

@@ -1059,7 +1059,7 @@ fn import_parsed<'i>(
                 d.adapter, d.message, adapter.info.id
             ),
             Some(format!(
-                "`--format {}` picks that adapter without asking the others",
+                "`--adapter-id {}` picks that adapter without asking the others",
                 adapter.info.id
             )),
             false,
@@ -1097,7 +1097,7 @@ fn import_parsed<'i>(
             let hint = match parsed.hint {
                 Some(h) => format!("{h}; chunks already written from it are kept"),
                 None => format!(
-                    "chunks already written from it are kept; fix the file or force an adapter with `--format`, then run again (adapter `{}`)",
+                    "chunks already written from it are kept; fix the file or force an adapter with `--adapter-id`, then run again (adapter `{}`)",
                     adapter.info.id
                 ),
             };

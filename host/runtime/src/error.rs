@@ -130,12 +130,12 @@ impl AdapterError {
             }
             Self::Panic { .. } | Self::Trap { .. } | Self::Protocol { .. } => {
                 "this is a bug in the adapter; report it with the input that triggers it, or force another \
-                 adapter with `--format ID`"
+                 adapter with `--adapter-id ID`"
                     .into()
             }
             Self::Parse { error, .. } => match error.kind {
                 crate::model::ParseErrorKind::NotThisFormat => {
-                    "pick the right adapter with `--format ID` (`chatmill adapters list` shows them)".into()
+                    "pick the right adapter with `--adapter-id ID` (`chatmill adapters list` shows them)".into()
                 }
                 crate::model::ParseErrorKind::UnsupportedVersion => {
                     "a newer version of this adapter may support it (`chatmill adapters list`)".into()
@@ -214,12 +214,12 @@ impl SelectError {
     pub fn hint(&self) -> Option<String> {
         match self {
             Self::Unrecognized { .. } => Some(
-                "if it is a chat export, force an adapter with `--format ID`, or add one for its format \
+                "if it is a chat export, force an adapter with `--adapter-id ID`, or add one for its format \
                  with `chatmill adapters add`"
                     .into(),
             ),
             Self::Ambiguous { candidates, .. } => Some(format!(
-                "choose one with `--format {}`",
+                "choose one with `--adapter-id {}`",
                 candidates.first().map_or("ID", |(id, _)| id.as_str())
             )),
             Self::UnknownFormat { available, .. } => {

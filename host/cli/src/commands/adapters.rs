@@ -9,8 +9,9 @@ use chatmill_runtime::{AdapterOrigin, AdapterSet, Input, Lint, LoadedAdapter, Sa
 use serde::Serialize;
 
 use crate::cli::AdaptersCommand;
+use crate::command_error::CliError;
 use crate::context::Context;
-use crate::render::{self, CliError};
+use crate::render;
 
 #[derive(Serialize)]
 struct Listed<'a> {
@@ -39,7 +40,7 @@ fn listed(a: &LoadedAdapter) -> Listed<'_> {
 }
 
 fn json<T: Serialize>(value: &T) -> Result<(), CliError> {
-    let s = serde_json::to_string_pretty(value).map_err(|e| CliError::failed(e, None))?;
+    let s = serde_json::to_string_pretty(value)?;
     println!("{s}");
     Ok(())
 }
@@ -71,12 +72,7 @@ pub fn run(ctx: &Context, cmd: AdaptersCommand) -> Result<ExitCode, CliError> {
         }
         AdaptersCommand::Info { id, json: as_json } => {
             let set = ctx.adapter_set()?;
-            let Some(a) = set.get(&id) else {
-                return Err(CliError::usage(
-                    anyhow::anyhow!("no adapter has the id `{id}`"),
-                    Some(format!("available adapters: {}", set.ids().join(", "))),
-                ));
-            };
+            let a = super::named_adapter(&set, &id)?;
             if as_json {
                 json(&listed(a))?;
             } else {
@@ -162,7 +158,7 @@ pub fn report_lint(adapter: &LoadedAdapter, lint: &Lint) -> String {
 
 fn add(ctx: &Context, path: &std::path::Path, force: bool) -> Result<ExitCode, CliError> {
     let bytes = fs_err::read(path)
-        .map_err(|e| CliError::usage(e, Some("check the path to the `.wasm` file".into())))?;
+        .map_err(|e| CliError::usage(e).hint("check the path to the `.wasm` file"))?;
     // Loading validates everything: a component, the right world and API
     // version, links, and `describe` answers. It also fills the compile cache.
     let adapter = ctx
@@ -177,25 +173,17 @@ fn add(ctx: &Context, path: &std::path::Path, force: bool) -> Result<ExitCode, C
     if !claims.is_empty() {
         let claimed = anyhow::anyhow!("adapter `{id}` claims files of other formats: {claims}");
         if !force {
-            return Err(CliError::failed(
-                claimed,
-                Some(
-                    "an adapter's `sniff` must answer below 50 for files that are not its format; fix it, \
-                     or install it anyway with `--force` (those files stay with their built-in adapters \
-                     unless an import names it with `--format`)"
-                        .into(),
-                ),
-            ));
+            return Err(CliError::failed(claimed)
+                .hint("an adapter's `sniff` must answer below 50 for files that are not its format: fix it")
+                .hint("or install it anyway with `--force`: those files stay with their built-in adapters unless an import names it with `--adapter-id`"));
         }
         render::warning(&format!("{claimed}; installed anyway (`--force`)"));
     }
-    fs_err::create_dir_all(&ctx.adapters_dir).map_err(|e| CliError::failed(e, None))?;
+    fs_err::create_dir_all(&ctx.adapters_dir)?;
     let dest = ctx.adapters_dir.join(format!("{id}.wasm"));
-    let mut tmp = tempfile::NamedTempFile::new_in(&ctx.adapters_dir)
-        .map_err(|e| CliError::failed(e, None))?;
-    std::io::Write::write_all(&mut tmp, &bytes).map_err(|e| CliError::failed(e, None))?;
-    tmp.persist(&dest)
-        .map_err(|e| CliError::failed(e.error, None))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(&ctx.adapters_dir)?;
+    std::io::Write::write_all(&mut tmp, &bytes)?;
+    tmp.persist(&dest).map_err(|e| e.error)?;
     println!(
         "installed adapter `{id}` {} (API {}) to {}",
         adapter.info.version,
@@ -208,7 +196,7 @@ fn add(ctx: &Context, path: &std::path::Path, force: bool) -> Result<ExitCode, C
 fn remove(ctx: &Context, id: &str) -> Result<ExitCode, CliError> {
     let path = ctx.adapters_dir.join(format!("{id}.wasm"));
     if path.exists() {
-        fs_err::remove_file(&path).map_err(|e| CliError::failed(e, None))?;
+        fs_err::remove_file(&path)?;
         println!("removed adapter `{id}` ({})", path.display());
         return Ok(ExitCode::SUCCESS);
     }
@@ -218,11 +206,9 @@ fn remove(ctx: &Context, id: &str) -> Result<ExitCode, CliError> {
     } else {
         "`chatmill adapters list` shows the installed adapters".to_string()
     };
-    Err(CliError::usage(
-        anyhow::anyhow!(
-            "no installed adapter `{id}` in {}",
-            ctx.adapters_dir.display()
-        ),
-        Some(hint),
+    Err(CliError::usage(anyhow::anyhow!(
+        "no installed adapter `{id}` in {}",
+        ctx.adapters_dir.display()
     ))
+    .hint(hint))
 }

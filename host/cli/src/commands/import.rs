@@ -12,24 +12,19 @@ use chatmill_pipeline::render::RenderOptions;
 use std::io::IsTerminal;
 
 use crate::cli::ImportArgs;
+use crate::command_error::CliError;
 use crate::context::Context;
-use crate::render::CliError;
 use chatmill_runtime::model::visible::visible;
 
 pub fn run(ctx: &Context, args: ImportArgs) -> Result<ExitCode, CliError> {
     let set = ctx.adapter_set()?;
-    if let Some(id) = &args.format
-        && set.get(id).is_none()
-    {
-        return Err(CliError::usage(
-            anyhow::anyhow!("no adapter has the id `{id}`"),
-            Some(format!("available adapters: {}", set.ids().join(", "))),
-        ));
+    if let Some(id) = &args.adapter_id {
+        super::named_adapter(&set, id)?;
     }
     let opts = ImportOptions {
         root: ctx.root.clone(),
         inputs: args.inputs.clone(),
-        format: args.format.clone(),
+        format: args.adapter_id.clone(),
         processor: ProcessorConfig {
             naming: Default::default(),
             out_dir: ctx.root.clone(),
@@ -83,13 +78,7 @@ pub fn run(ctx: &Context, args: ImportArgs) -> Result<ExitCode, CliError> {
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
-    let summary = result.map_err(|e| {
-        let hint = match &e {
-            import::ImportError::Manifest(m) => m.hint().map(str::to_string),
-            _ => None,
-        };
-        CliError::usage(e, hint)
-    })?;
+    let summary = result?;
     for w in &summary.warnings {
         let hint = w
             .hint
@@ -99,18 +88,17 @@ pub fn run(ctx: &Context, args: ImportArgs) -> Result<ExitCode, CliError> {
         crate::render::warning(&format!("`{}`: {}{hint}", w.file, w.reason));
     }
     if args.json {
-        let s = serde_json::to_string_pretty(&summary).map_err(|e| CliError::failed(e, None))?;
+        let s = serde_json::to_string_pretty(&summary)?;
         println!("{s}");
     } else {
         print_human(&summary, ctx);
     }
-    Ok(
-        if summary.errors.is_empty() && summary.files_skipped.is_empty() {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(1)
-        },
-    )
+    // Skipped inputs (not a chat export, empty) are listed, not failures.
+    Ok(if summary.errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 fn print_human(s: &Summary, ctx: &Context) {
@@ -140,9 +128,7 @@ fn print_human(s: &Summary, ctx: &Context) {
         }
     }
     for e in &s.errors {
-        crate::render::error(&CliError::failed(
-            anyhow::anyhow!("`{}`: {}", e.file, e.reason),
-            e.hint.clone(),
-        ));
+        let error = CliError::failed(anyhow::anyhow!("`{}`: {}", e.file, e.reason));
+        crate::render::error(&error.hint_opt(e.hint.clone()));
     }
 }

@@ -1,10 +1,13 @@
 //! One module per subcommand.
 
 mod adapters;
+mod backfill;
 mod import;
 mod parse;
+mod reindex;
 mod search;
 mod serve;
+mod turn;
 mod verify;
 
 use std::process::ExitCode;
@@ -12,8 +15,8 @@ use std::process::ExitCode;
 pub use adapters::{report_lint, samples};
 
 use crate::cli::{Cli, Command};
+use crate::command_error::CliError;
 use crate::context::Context;
-use crate::render::CliError;
 
 pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
     let ctx = Context::new(&cli.global)?;
@@ -23,15 +26,22 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Verify(args) => verify::run(&ctx, args),
         Command::Search(args) => search::run(&ctx, args),
         Command::Serve(args) => serve::run(&ctx, args),
-        Command::Turn(args) => serve::turn(&ctx, args),
-        Command::Backfill { json } => serve::backfill(&ctx, json),
-        Command::Reindex {
-            json,
-            to,
-            chroma_url,
-        } => search::reindex(&ctx, json, to.as_deref(), chroma_url.as_deref()),
+        Command::Turn(args) => turn::run(&ctx, args),
+        Command::Backfill { json } => backfill::run(&ctx, json),
+        Command::Reindex(args) => reindex::run(&ctx, args),
         Command::Adapters(cmd) => adapters::run(&ctx, cmd),
     }
+}
+
+/// The adapter with the id the user named (`--adapter-id`, `adapters info`).
+pub fn named_adapter<'s>(
+    set: &'s chatmill_runtime::AdapterSet,
+    id: &str,
+) -> Result<&'s chatmill_runtime::LoadedAdapter, CliError> {
+    set.get(id).ok_or_else(|| {
+        CliError::usage(anyhow::anyhow!("no adapter has the id `{id}`"))
+            .hint(format!("available adapters: {}", set.ids().join(", ")))
+    })
 }
 
 /// Every file under `inputs` (folders walked recursively, sorted).
@@ -51,14 +61,14 @@ pub fn expand_inputs(inputs: &[std::path::PathBuf]) -> Result<Vec<std::path::Pat
     let mut out = Vec::new();
     for input in inputs {
         if input.is_dir() {
-            walk(input, &mut out).map_err(|e| CliError::failed(e, None))?;
+            walk(input, &mut out)?;
         } else if input.exists() {
             out.push(input.clone());
         } else {
-            return Err(CliError::usage(
-                anyhow::anyhow!("`{}` does not exist", input.display()),
-                Some("check the path".into()),
-            ));
+            return Err(
+                CliError::usage(anyhow::anyhow!("`{}` does not exist", input.display()))
+                    .hint("check the path"),
+            );
         }
     }
     Ok(out)

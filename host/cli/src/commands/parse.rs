@@ -9,8 +9,9 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::cli::ParseArgs;
+use crate::command_error::CliError;
 use crate::context::Context;
-use crate::render::{self, CliError};
+use crate::render;
 
 #[derive(Serialize)]
 struct Parsed {
@@ -44,13 +45,8 @@ struct ErrorOut {
 
 pub fn run(ctx: &Context, args: ParseArgs) -> Result<ExitCode, CliError> {
     let set = ctx.adapter_set()?;
-    if let Some(id) = &args.format
-        && set.get(id).is_none()
-    {
-        return Err(CliError::usage(
-            anyhow::anyhow!("no adapter has the id `{id}`"),
-            Some(format!("available adapters: {}", set.ids().join(", "))),
-        ));
+    if let Some(id) = &args.adapter_id {
+        super::named_adapter(&set, id)?;
     }
     let files = super::expand_inputs(&args.inputs)?;
     // Files are independent: parse them in parallel, each in its own sandbox.
@@ -61,7 +57,7 @@ pub fn run(ctx: &Context, args: ParseArgs) -> Result<ExitCode, CliError> {
                 &ctx.runtime,
                 &set,
                 Input::from_path(path),
-                args.format.as_deref(),
+                args.adapter_id.as_deref(),
             )
         })
         .collect();
@@ -73,15 +69,14 @@ pub fn run(ctx: &Context, args: ParseArgs) -> Result<ExitCode, CliError> {
         if let Some(e) = &r.error {
             failed = true;
             let err = anyhow::anyhow!("{}", e.message);
-            render::error(&CliError::failed(err, e.hint.clone()));
+            render::error(&CliError::failed(err).hint_opt(e.hint.clone()));
         }
     }
     let json = if args.compact {
         serde_json::to_string(&results)
     } else {
         serde_json::to_string_pretty(&results)
-    }
-    .map_err(|e| CliError::failed(e, None))?;
+    }?;
     println!("{json}");
     Ok(if failed {
         ExitCode::from(1)

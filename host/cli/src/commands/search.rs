@@ -1,18 +1,15 @@
-//! `chatmill search` and `chatmill reindex`.
+//! `chatmill search`.
 
 #![allow(clippy::print_stdout, reason = "the command's output is stdout")]
 
 use std::process::ExitCode;
 
-use chatmill_index::{ChromaConfig, Filter, Indexer, SearchRequest, SearchResults, WeightedQuery};
-use chatmill_pipeline::record::index_record;
-use chatmill_pipeline::verify;
+use chatmill_index::{Filter, SearchRequest, SearchResults, WeightedQuery};
 use chrono::{DateTime, NaiveDate, Utc};
 
-use crate::backend::{self, Backend};
-use crate::cli::SearchArgs;
+use crate::cli::{SearchArgs, SearchFormat};
+use crate::command_error::CliError;
 use crate::context::Context;
-use crate::render::CliError;
 use chatmill_runtime::model::visible::{visible, visible_keeping};
 
 /// RFC 3339, or a date (midnight UTC; the end of the day for `--until`).
@@ -28,18 +25,16 @@ fn parse_time(flag: &str, s: &str, end_of_day: bool) -> Result<i64, CliError> {
         };
         return Ok(t.map_or(0, |t| t.and_utc().timestamp()));
     }
-    Err(CliError::usage(
-        anyhow::anyhow!("`--{flag} {s}` is not a time"),
-        Some("use RFC 3339 (2025-03-31T14:00:00Z) or a date (2025-03-31)".into()),
-    ))
+    Err(
+        CliError::usage(anyhow::anyhow!("`--{flag} {s}` is not a time"))
+            .hint("use RFC 3339 (2025-03-31T14:00:00Z) or a date (2025-03-31)"),
+    )
 }
 
 pub fn request(args: &SearchArgs) -> Result<SearchRequest, CliError> {
     if args.queries.is_empty() && args.mode != chatmill_index::Mode::Recent {
-        return Err(CliError::usage(
-            anyhow::anyhow!("no query given"),
-            Some("`chatmill search \"what did I decide about X\"`, or `--mode recent`".into()),
-        ));
+        return Err(CliError::usage(anyhow::anyhow!("no query given"))
+            .hint("`chatmill search \"what did I decide about X\"`, or `--mode recent`"));
     }
     Ok(SearchRequest {
         queries: args
@@ -106,19 +101,8 @@ fn context_block(ctx: &Context, r: &SearchResults) -> String {
 
 pub fn run(ctx: &Context, args: SearchArgs) -> Result<ExitCode, CliError> {
     let req = request(&args)?;
-    if let Some(f) = &args.format
-        && f != "context"
-    {
-        return Err(CliError::usage(
-            anyhow::anyhow!("unknown format `{f}`"),
-            Some("`--format context` or `--json`".into()),
-        ));
-    }
     let index = ctx.index()?;
-    let results = index.search(&req).map_err(|e| {
-        let hint = e.hint();
-        CliError::failed(e, hint)
-    })?;
+    let results = index.search(&req)?;
     for w in &results.warnings {
         crate::render::warning(w);
     }
@@ -133,9 +117,9 @@ pub fn run(ctx: &Context, args: SearchArgs) -> Result<ExitCode, CliError> {
         ));
     }
     if args.json {
-        let s = serde_json::to_string_pretty(&results).map_err(|e| CliError::failed(e, None))?;
+        let s = serde_json::to_string_pretty(&results)?;
         println!("{s}");
-    } else if args.format.is_some() {
+    } else if args.format == Some(SearchFormat::Context) {
         let block = context_block(ctx, &results);
         print!("{}", visible_keeping(&block, &['\n', '\t']));
     } else if results.hits.is_empty() {
@@ -158,85 +142,4 @@ pub fn run(ctx: &Context, args: SearchArgs) -> Result<ExitCode, CliError> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-pub fn reindex(
-    ctx: &Context,
-    json: bool,
-    to: Option<&str>,
-    chroma_url: Option<&str>,
-) -> Result<ExitCode, CliError> {
-    let mut cfg = ctx.index.clone();
-    let backend = match to {
-        None => cfg.backend,
-        Some("sqlite") => Backend::Sqlite,
-        Some("chroma") => Backend::Chroma,
-        Some(other) => {
-            return Err(CliError::usage(
-                anyhow::anyhow!("unknown index backend `{other}`"),
-                Some("use `--to sqlite` or `--to chroma`".into()),
-            ));
-        }
-    };
-    if let Some(url) = chroma_url {
-        let mut c = cfg.chroma.take().unwrap_or_else(|| ChromaConfig::new(url));
-        c.url = url.to_string();
-        cfg.chroma = Some(c);
-    }
-    let index = chatmill_index::Index::new(
-        backend::store(&ctx.root, &cfg, backend)?,
-        backend::embedder(&ctx.root, &ctx.embedding)?,
-    );
-    let mut problems = Vec::new();
-    let chunks = verify::scan(&ctx.root, &mut problems).map_err(|e| CliError::failed(e, None))?;
-    let on_disk: std::collections::BTreeSet<&str> = chunks
-        .iter()
-        .map(|s| s.doc.frontmatter.chunk_id.as_str())
-        .collect();
-    let fail = |e: chatmill_index::IndexError| {
-        let hint = e.hint();
-        CliError::failed(e, hint)
-    };
-    let stale: Vec<String> = index
-        .ids()
-        .map_err(fail)?
-        .into_iter()
-        .filter(|id| !on_disk.contains(id.as_str()))
-        .collect();
-    index.remove(&stale).map_err(fail)?;
-    // Everything again, embedded with the current model: a model change
-    // needs every vector redone (replacing the store's vectors wholesale
-    // keeps dimensions consistent).
-    let all: Vec<String> = index.ids().map_err(fail)?.into_iter().collect();
-    index.remove(&all).map_err(fail)?;
-    let records: Vec<_> = chunks
-        .iter()
-        .map(|s| index_record(&s.doc, &s.text, &s.rel))
-        .collect();
-    for batch in records.chunks(256) {
-        index.index(batch).map_err(fail)?;
-    }
-    let total = index.count().map_err(fail)?;
-    if json {
-        println!(
-            "{}",
-            serde_json::json!({"indexed": records.len(), "removed": stale.len(), "index_total": total, "unreadable": problems.len(), "store": index.store.name(), "embedder": index.embedder.id()})
-        );
-    } else {
-        println!(
-            "indexed {} chunks ({} stale entries removed) into `{}` with `{}`; {total} in the index",
-            records.len(),
-            stale.len(),
-            index.store.name(),
-            index.embedder.id()
-        );
-        for p in &problems {
-            crate::render::warning(&format!("{}: {}", p.subject, p.message));
-        }
-    }
-    Ok(if problems.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
 }

@@ -7,29 +7,27 @@ use std::process::ExitCode;
 use chatmill_pipeline::verify;
 
 use crate::cli::VerifyArgs;
+use crate::command_error::CliError;
 use crate::context::Context;
-use crate::render::CliError;
 use chatmill_runtime::model::visible::visible;
 
 pub fn run(ctx: &Context, args: VerifyArgs) -> Result<ExitCode, CliError> {
     if !ctx.root.is_dir() {
-        return Err(CliError::usage(
-            anyhow::anyhow!("the root `{}` does not exist", ctx.root.display()),
-            Some(
-                "pass `--root DIR` (or set CHATMILL_ROOT) to a folder chatmill imported into"
-                    .into(),
-            ),
-        ));
+        return Err(CliError::usage(anyhow::anyhow!(
+            "the root `{}` does not exist",
+            ctx.root.display()
+        ))
+        .hint("pass `--root DIR` (or set CHATMILL_ROOT) to a folder chatmill imported into"));
     }
     let index = ctx.index()?;
     let report = verify::run(&ctx.root, Some(&index), args.repair).map_err(|e| {
-        CliError::failed(
-            anyhow::anyhow!("cannot verify `{}`: {e}", ctx.root.display()),
-            None,
-        )
+        CliError::failed(anyhow::anyhow!(
+            "cannot verify `{}`: {e}",
+            ctx.root.display()
+        ))
     })?;
     if args.json {
-        let s = serde_json::to_string_pretty(&report).map_err(|e| CliError::failed(e, None))?;
+        let s = serde_json::to_string_pretty(&report)?;
         println!("{s}");
     } else {
         println!("root: {}", ctx.root.display());

@@ -1,0 +1,81 @@
+//! `chatmill reindex`: the index rebuilt from the chunk files (the source of
+//! truth), or another store filled from them (`--to chroma`).
+
+#![allow(clippy::print_stdout, reason = "the command's output is stdout")]
+
+use std::process::ExitCode;
+
+use chatmill_index::{ChromaConfig, Indexer};
+use chatmill_pipeline::record::index_record;
+use chatmill_pipeline::verify;
+
+use crate::backend;
+use crate::cli::ReindexArgs;
+use crate::command_error::CliError;
+use crate::context::Context;
+
+pub fn run(ctx: &Context, args: ReindexArgs) -> Result<ExitCode, CliError> {
+    let ReindexArgs {
+        json,
+        to,
+        chroma_url,
+    } = args;
+    let mut cfg = ctx.index.clone();
+    let backend = to.unwrap_or(cfg.backend);
+    if let Some(url) = chroma_url.as_deref() {
+        let mut c = cfg.chroma.take().unwrap_or_else(|| ChromaConfig::new(url));
+        c.url = url.to_string();
+        cfg.chroma = Some(c);
+    }
+    let index = chatmill_index::Index::new(
+        backend::store(&ctx.root, &cfg, backend)?,
+        backend::embedder(&ctx.root, &ctx.embedding)?,
+    );
+    let mut problems = Vec::new();
+    let chunks = verify::scan(&ctx.root, &mut problems)?;
+    let on_disk: std::collections::BTreeSet<&str> = chunks
+        .iter()
+        .map(|s| s.doc.frontmatter.chunk_id.as_str())
+        .collect();
+    let stale: Vec<String> = index
+        .ids()?
+        .into_iter()
+        .filter(|id| !on_disk.contains(id.as_str()))
+        .collect();
+    index.remove(&stale)?;
+    // Everything again, embedded with the current model: a model change
+    // needs every vector redone (replacing the store's vectors wholesale
+    // keeps dimensions consistent).
+    let all: Vec<String> = index.ids()?.into_iter().collect();
+    index.remove(&all)?;
+    let records: Vec<_> = chunks
+        .iter()
+        .map(|s| index_record(&s.doc, &s.text, &s.rel))
+        .collect();
+    for batch in records.chunks(256) {
+        index.index(batch)?;
+    }
+    let total = index.count()?;
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({"indexed": records.len(), "removed": stale.len(), "index_total": total, "unreadable": problems.len(), "store": index.store.name(), "embedder": index.embedder.id()})
+        );
+    } else {
+        println!(
+            "indexed {} chunks ({} stale entries removed) into `{}` with `{}`; {total} in the index",
+            records.len(),
+            stale.len(),
+            index.store.name(),
+            index.embedder.id()
+        );
+        for p in &problems {
+            crate::render::warning(&format!("{}: {}", p.subject, p.message));
+        }
+    }
+    Ok(if problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
