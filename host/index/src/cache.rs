@@ -8,6 +8,7 @@ use std::sync::Mutex;
 use rusqlite::{Connection, OptionalExtension as _, params};
 use sha2::Digest as _;
 
+use crate::embedded::{from_blob, to_blob};
 use crate::{Embedder, IndexError};
 
 pub struct Cached<E> {
@@ -32,16 +33,6 @@ fn key(text: &str) -> [u8; 16] {
     let mut k = [0u8; 16];
     k.copy_from_slice(&digest[..16]);
     k
-}
-
-fn to_blob(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-fn from_blob(b: &[u8]) -> Vec<f32> {
-    b.chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
 }
 
 impl<E: Embedder> Cached<E> {
@@ -118,7 +109,13 @@ impl<E: Embedder> Embedder for Cached<E> {
                     .query_row(params![model, &k[..]], |r| r.get(0))
                     .optional()
                     .map_err(|e| store_err(&self.path, e))?;
-                *slot = found.map(|b| from_blob(&b)).filter(|v| v.len() == dim);
+                *slot = found
+                    .map(|b| {
+                        let mut v = Vec::with_capacity(b.len() / 4);
+                        from_blob(&b, &mut v);
+                        v
+                    })
+                    .filter(|v| v.len() == dim);
             }
         }
         // Compute what is missing, each distinct text once.

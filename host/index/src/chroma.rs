@@ -25,7 +25,7 @@ use base64::Engine as _;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::{ChunkMeta, ChunkRecord, Filter, Hit, IndexError, Store};
+use crate::{ChunkMeta, ChunkRecord, Filter, Hit, IndexError, Store, StoredModel};
 
 /// `[index]` with `backend = "chroma"` in config.toml.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -90,8 +90,8 @@ pub struct ChromaStore {
     /// `…/collections/<uuid>`
     base: String,
     max_batch: usize,
-    /// The embedder id of the stored vectors, once known.
-    model: Mutex<Option<String>>,
+    /// The model and width of the stored vectors, once known.
+    held: Mutex<Option<StoredModel>>,
 }
 
 struct Http {
@@ -110,7 +110,7 @@ impl ChromaStore {
         let mut me = Self {
             base: String::new(),
             max_batch: 1000,
-            model: Mutex::new(None),
+            held: Mutex::new(None),
             cfg,
             agent,
         };
@@ -343,22 +343,13 @@ impl ChromaStore {
             .collect()
     }
 
-    fn stored_model(&self) -> Result<Option<String>, IndexError> {
-        if let Some(m) = self.model.lock().unwrap_or_else(|p| p.into_inner()).clone() {
-            return Ok(Some(m));
-        }
-        let v = self.post("get", json!({"limit": 1, "include": ["metadatas"]}))?;
-        let m = v["metadatas"][0]["embedder"].as_str().map(str::to_string);
-        if m.is_some() {
-            *self.model.lock().unwrap_or_else(|p| p.into_inner()) = m.clone();
-        }
-        Ok(m)
+    fn held(&self) -> std::sync::MutexGuard<'_, Option<StoredModel>> {
+        self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
 fn b64(v: &[f32]) -> String {
-    let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
-    base64::engine::general_purpose::STANDARD.encode(bytes)
+    base64::engine::general_purpose::STANDARD.encode(crate::embedded::to_blob(v))
 }
 
 impl Store for ChromaStore {
@@ -374,14 +365,6 @@ impl Store for ChromaStore {
     ) -> Result<(), IndexError> {
         if records.is_empty() {
             return Ok(());
-        }
-        if let Some(found) = self.stored_model()?.filter(|m| m != model) {
-            return Err(IndexError::DimensionMismatch {
-                found: vectors.first().map_or(0, Vec::len),
-                found_model: found,
-                model: model.to_string(),
-                dim: vectors.first().map_or(0, Vec::len),
-            });
         }
         let mut start = 0;
         while start < records.len() {
@@ -407,7 +390,10 @@ impl Store for ChromaStore {
             self.post("upsert", body)?;
             start = end;
         }
-        *self.model.lock().unwrap_or_else(|p| p.into_inner()) = Some(model.to_string());
+        *self.held() = Some(StoredModel {
+            model: Some(model.to_string()),
+            dim: vectors.first().map(Vec::len),
+        });
         Ok(())
     }
 
@@ -416,7 +402,7 @@ impl Store for ChromaStore {
             self.post("delete", json!({ "ids": batch }))?;
         }
         if self.count()? == 0 {
-            *self.model.lock().unwrap_or_else(|p| p.into_inner()) = None;
+            *self.held() = None;
         }
         Ok(())
     }
@@ -451,8 +437,27 @@ impl Store for ChromaStore {
             .map_err(|e| self.fail(format!("count: `{text}`: {e}"), false))
     }
 
-    fn model(&self) -> Result<Option<String>, IndexError> {
-        self.stored_model()
+    /// Read from one stored record (its `embedder` metadata, its vector's
+    /// length) and kept once the model is known.
+    fn stored(&self) -> Result<Option<StoredModel>, IndexError> {
+        if let Some(held) = self.held().clone() {
+            return Ok(Some(held));
+        }
+        let v = self.post(
+            "get",
+            json!({"limit": 1, "include": ["metadatas", "embeddings"]}),
+        )?;
+        if v["ids"].as_array().is_none_or(Vec::is_empty) {
+            return Ok(None);
+        }
+        let held = StoredModel {
+            model: v["metadatas"][0]["embedder"].as_str().map(str::to_string),
+            dim: v["embeddings"][0].as_array().map(Vec::len),
+        };
+        if held.model.is_some() {
+            *self.held() = Some(held.clone());
+        }
+        Ok(Some(held))
     }
 
     fn knn(&self, vector: &[f32], k: usize, filter: &Filter) -> Result<Vec<Hit>, IndexError> {

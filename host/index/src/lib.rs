@@ -29,6 +29,7 @@ pub mod lexical;
 #[cfg(feature = "minilm")]
 pub mod minilm;
 pub mod query;
+pub mod rank;
 pub mod remote;
 pub mod time_hint;
 
@@ -167,12 +168,23 @@ pub trait Embedder: Send + Sync {
     }
 }
 
+/// What made the vectors a store holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredModel {
+    /// The embedder's id (`None`: not recorded).
+    pub model: Option<String>,
+    /// The vectors' dimension (`None`: not known).
+    pub dim: Option<usize>,
+}
+
 /// A backend that stores chunks with their vectors.
 pub trait Store: Send + Sync {
     /// `sqlite`, `chroma`, … (used in messages).
     fn name(&self) -> &str;
     /// Inserts or replaces (same chunk id) records; `vectors[i]` belongs
-    /// to `records[i]`; `model` is the embedder's id.
+    /// to `records[i]`; `model` is the embedder's id. Whether the vectors
+    /// may join the stored ones is [`Index`]'s to decide (from
+    /// [`Store::stored`]), not the store's.
     fn upsert(
         &self,
         records: &[ChunkRecord],
@@ -183,8 +195,14 @@ pub trait Store: Send + Sync {
     /// Every stored chunk id.
     fn ids(&self) -> Result<BTreeSet<String>, IndexError>;
     fn count(&self) -> Result<u64, IndexError>;
-    /// The embedder id the stored vectors came from (`None` when empty).
-    fn model(&self) -> Result<Option<String>, IndexError>;
+    /// The model and width of the stored vectors (`None` when the store
+    /// holds none). Asked before every write: cheap.
+    fn stored(&self) -> Result<Option<StoredModel>, IndexError>;
+    /// The embedder id the stored vectors came from (`None` when empty or
+    /// not recorded).
+    fn model(&self) -> Result<Option<String>, IndexError> {
+        Ok(self.stored()?.and_then(|s| s.model))
+    }
     /// The `k` nearest vectors (cosine similarity as the score).
     fn knn(&self, vector: &[f32], k: usize, filter: &Filter) -> Result<Vec<Hit>, IndexError>;
     /// BM25 over the documents.

@@ -4,11 +4,13 @@
 //! deduplicated by chunk id keeping the best score; a time phrase in a query
 //! ("last spring") favours the chunks dated in its window.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::rank::{self, Weighted};
+pub use crate::rank::{KEYWORD_WEIGHT, NEIGHBOUR_SHARE, TIME_WEIGHT};
 use crate::time_hint::{self, TimeWindow};
 use crate::{ChunkRecord, Embedder, Filter, Hit, IndexError, Indexer, Store};
 
@@ -96,21 +98,9 @@ fn yes() -> bool {
     true
 }
 
-/// BM25 reads the whole chunk, the reply included, while the dense vector
-/// holds only header + prompt (the spec's "Embedding Dilution"), so the
-/// keyword list carries more of what a question asks for. Chosen on LoCoMo
-/// (see `benches/locomo.rs`).
-pub const KEYWORD_WEIGHT: f32 = 2.0;
-
 fn keyword_weight() -> f32 {
     KEYWORD_WEIGHT
 }
-
-/// A question's answer is often in the exchange next to the one whose
-/// words match it (a question in one pair, its answer in the next), so
-/// fused scores spill over to neighbours by this share. Chosen on LoCoMo
-/// (see `benches/locomo.rs`): R@5 0.685 → 0.692, R@10 0.754 → 0.771.
-pub const NEIGHBOUR_SHARE: f32 = 0.3;
 
 fn neighbour_share() -> f32 {
     NEIGHBOUR_SHARE
@@ -151,56 +141,6 @@ pub struct SearchResults {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_window: Option<TimeWindow>,
 }
-
-/// A time phrase adds the same search again within its window, as one more
-/// ranked list per query and ranking, fused at this share of the weight:
-/// a chunk both relevant and in the window rises, nothing outside it is
-/// dropped (the phrase may mean something else, or the talk about an event
-/// may come later). On LoCoMo (`benches/locomo.rs`, questions asked at the
-/// end of their conversation) R@5 went 0.705 → 0.711 / 0.712 / 0.711 at
-/// shares 0.5 / 1 / 2, and is 0.710 with [`TIME_RELEVANCE`].
-pub const TIME_WEIGHT: f32 = 1.0;
-
-/// A window is searched a little past its end: what happened in June is
-/// often talked about in July. Its own length, at most this many days.
-/// (LoCoMo cannot tell: 0.712 with it, 0.713 without.)
-const TIME_SLACK_DAYS: i64 = 31;
-
-/// A window's ranking keeps only the hits scoring at least this share of
-/// the best hit of the unwindowed ranking: in a window holding a few chunks
-/// a vector search still ranks them all, and "the nginx 502s last year"
-/// must not bring up last year's only chat, about sourdough.
-const TIME_RELEVANCE: f32 = 0.5;
-
-/// `dated` (a ranking within a time window) without the hits far less
-/// relevant than the best of `all` (the same ranking without the window).
-fn relevant(mut dated: Vec<Hit>, all: &[Hit]) -> Vec<Hit> {
-    let best = all.iter().map(|h| h.score).fold(f32::MIN, f32::max);
-    if best > 0.0 {
-        dated.retain(|h| h.score >= TIME_RELEVANCE * best);
-    }
-    dated
-}
-
-/// `filter` narrowed to `window` (extended by its slack); `None` when
-/// nothing of the filter's own time range is left.
-fn within(filter: &Filter, window: &TimeWindow) -> Option<Filter> {
-    let len = window.until - window.since + 1;
-    let until = window.until + len.min(TIME_SLACK_DAYS * 86_400);
-    let since = filter.since.map_or(window.since, |s| s.max(window.since));
-    let until = filter.until.map_or(until, |u| u.min(until));
-    (since <= until).then(|| Filter {
-        since: Some(since),
-        until: Some(until),
-        ..filter.clone()
-    })
-}
-
-/// The reciprocal-rank-fusion constant. The textbook 60 fuses many long
-/// lists; with two lists of 40 where one is clearly better, a small constant
-/// lets each list's top ranks decide (LoCoMo R@5: 0.49 at 60 with equal
-/// weights, 0.61 at 3 with BM25 weighted 2; see `benches/locomo.rs`).
-const RRF_K: f32 = 3.0;
 
 pub struct Index {
     pub store: Arc<dyn Store>,
@@ -264,7 +204,30 @@ impl Index {
             let texts: Vec<&str> = batch.iter().map(|r| r.embed_text.as_str()).collect();
             vectors.extend(self.embedder.embed(&texts)?);
         }
-        self.store.upsert(records, &vectors, self.embedder.id())
+        self.upsert(records, &vectors)
+    }
+
+    /// Stores `records` with their `vectors`, unless the store holds
+    /// vectors of another model or dimension: mixed, their similarities
+    /// would mean nothing. An empty store takes any.
+    fn upsert(&self, records: &[ChunkRecord], vectors: &[Vec<f32>]) -> Result<(), IndexError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let model = self.embedder.id();
+        let dim = vectors.first().map_or(0, Vec::len);
+        if let Some(held) = self.store.stored()?
+            && (held.dim.is_some_and(|d| d != dim)
+                || held.model.as_deref().is_some_and(|m| m != model))
+        {
+            return Err(IndexError::DimensionMismatch {
+                found: held.dim.unwrap_or_default(),
+                found_model: held.model.unwrap_or_default(),
+                model: model.to_string(),
+                dim,
+            });
+        }
+        self.store.upsert(records, vectors, model)
     }
 
     pub fn search(&self, req: &SearchRequest) -> Result<SearchResults, IndexError> {
@@ -273,6 +236,7 @@ impl Index {
         Ok(out)
     }
 
+    /// The store's rankings for `req`, fused by [`rank`]'s policy.
     fn ranked(&self, req: &SearchRequest) -> Result<SearchResults, IndexError> {
         let mut out = SearchResults::default();
         let k = req.k.clamp(1, 1000);
@@ -289,24 +253,10 @@ impl Index {
             return Ok(out);
         }
         let dense = matches!(req.mode, Mode::Hybrid | Mode::Semantic);
-        let mut keyword = matches!(req.mode, Mode::Hybrid | Mode::Keyword);
-        if dense && self.embedder.is_fallback() {
-            out.warnings.push(format!(
-                "semantic ranking uses `{}`, a lexical stand-in that matches shared words, not meaning (no embedding model is configured)",
-                self.embedder.id()
-            ));
+        let keyword = matches!(req.mode, Mode::Hybrid | Mode::Keyword);
+        if dense {
+            self.dense_warnings(&mut out.warnings)?;
         }
-        if dense
-            && let Some(m) = self.store.model()?
-            && m != self.embedder.id()
-        {
-            out.warnings.push(format!(
-                "the index was embedded with `{m}` but queries use `{}`; run `chatmill reindex`",
-                self.embedder.id()
-            ));
-        }
-        // Each ranked list, with the weight of the query it came from.
-        let depth = (k * 4).max(40);
         if req.time_hints {
             let now = req
                 .now
@@ -314,149 +264,127 @@ impl Index {
                 .unwrap_or_else(chrono::Utc::now);
             out.time_window = queries.iter().find_map(|q| time_hint::find(&q.text, now));
         }
-        let in_window = out
-            .time_window
-            .as_ref()
-            .and_then(|w| within(&req.filter, w));
-        let kw_weight = if req.mode == Mode::Hybrid {
-            req.keyword_weight.max(0.0)
-        } else {
-            1.0
+        let lists = Lists {
+            req,
+            queries: &queries,
+            depth: (k * 4).max(40),
+            window: out
+                .time_window
+                .as_ref()
+                .and_then(|w| rank::within(&req.filter, w)),
         };
         // Dense and keyword lists are computed at the same time (the vector
         // scan needs no database lock).
-        let dense_lists = || -> Result<Vec<(f32, Vec<Hit>)>, IndexError> {
-            let mut lists = Vec::new();
-            if dense {
-                let texts: Vec<&str> = queries.iter().map(|q| q.text.as_str()).collect();
-                let vectors = self.embedder.embed(&texts)?;
-                for (q, v) in queries.iter().zip(&vectors) {
-                    let hits = self.store.knn(v, depth, &req.filter)?;
-                    if let Some(f) = &in_window {
-                        let dated = relevant(self.store.knn(v, depth, f)?, &hits);
-                        lists.push((q.weight * TIME_WEIGHT, dated));
-                    }
-                    lists.push((q.weight, hits));
+        let (d, kw) = std::thread::scope(|s| {
+            let handle = s.spawn(|| {
+                if dense {
+                    self.dense_lists(&lists)
+                } else {
+                    Ok(Vec::new())
                 }
-            }
-            Ok(lists)
-        };
-        let keyword_lists = |warnings: &mut Vec<String>,
-                             keyword: &mut bool|
-         -> Result<Vec<(f32, Vec<Hit>)>, IndexError> {
-            let mut lists = Vec::new();
-            if *keyword {
-                for q in &queries {
-                    match self.store.keyword(&q.text, depth, &req.filter) {
-                        Ok(hits) => {
-                            if let Some(f) = &in_window {
-                                let dated = relevant(self.store.keyword(&q.text, depth, f)?, &hits);
-                                lists.push((q.weight * kw_weight * TIME_WEIGHT, dated));
-                            }
-                            lists.push((q.weight * kw_weight, hits));
-                        }
-                        Err(IndexError::Unsupported { store, .. }) => {
-                            warnings.push(format!(
-                                "`{store}` has no keyword index; dense ranking only"
-                            ));
-                            *keyword = false;
-                            lists.clear();
-                            break;
-                        }
-                        Err(e) => return Err(e),
-                    }
-                }
-            }
-            Ok(lists)
-        };
-        let (d, k_lists) = std::thread::scope(|s| {
-            let handle = s.spawn(dense_lists);
-            let kw = keyword_lists(&mut out.warnings, &mut keyword);
+            });
+            let kw = if keyword {
+                self.keyword_lists(&lists, &mut out.warnings)
+            } else {
+                Ok(None)
+            };
             (handle.join().unwrap_or_else(|_| Ok(Vec::new())), kw)
         });
-        let mut lists = d?;
-        lists.extend(k_lists?);
-        let fuse = lists.len() > 1 || (dense && keyword);
-        let mut best: HashMap<String, Hit> = HashMap::new();
-        for (weight, hits) in lists {
-            for (rank, mut h) in hits.into_iter().enumerate() {
-                let s = if fuse {
-                    weight / (RRF_K + rank as f32 + 1.0)
-                } else {
-                    h.score * weight
-                };
-                match best.get_mut(&h.chunk_id) {
-                    // Fused lists add up; a single list keeps the best.
-                    Some(e) if fuse => e.score += s,
-                    Some(e) => e.score = e.score.max(s),
-                    None => {
-                        h.score = s;
-                        best.insert(h.chunk_id.clone(), h);
-                    }
-                }
-            }
-        }
-        let mut hits: Vec<Hit> = best.into_values().collect();
+        let mut all = d?;
+        let kw = kw?;
+        let keyword = kw.is_some();
+        all.extend(kw.unwrap_or_default());
+        let fuse = all.len() > 1 || (dense && keyword);
+        let mut hits = rank::fuse(all, fuse);
         if fuse && req.neighbour_share > 0.0 {
-            neighbours_share(&mut hits, req.neighbour_share);
+            rank::neighbours_share(&mut hits, req.neighbour_share);
         }
         if req.recency_boost > 0.0 && req.mode == Mode::Hybrid && !hits.is_empty() {
-            let newest = hits.iter().map(|h| h.meta.timestamp).max().unwrap_or(0);
-            let half = (req.recency_half_life_days.max(0.01) * 86_400.0) as f64;
-            let top = hits.iter().map(|h| h.score).fold(0.0f32, f32::max);
-            for h in &mut hits {
-                let age = (newest - h.meta.timestamp).max(0) as f64;
-                let decay = 0.5f64.powf(age / half) as f32;
-                h.score += req.recency_boost * top * decay;
+            rank::recency_boost(&mut hits, req.recency_boost, req.recency_half_life_days);
+        }
+        out.hits = rank::best(hits, k);
+        Ok(out)
+    }
+
+    /// What a dense ranking's caller should know: a stand-in embedder, an
+    /// index embedded with another model.
+    fn dense_warnings(&self, warnings: &mut Vec<String>) -> Result<(), IndexError> {
+        if self.embedder.is_fallback() {
+            warnings.push(format!(
+                "semantic ranking uses `{}`, a lexical stand-in that matches shared words, not meaning (no embedding model is configured)",
+                self.embedder.id()
+            ));
+        }
+        if let Some(m) = self.store.model()?
+            && m != self.embedder.id()
+        {
+            warnings.push(format!(
+                "the index was embedded with `{m}` but queries use `{}`; run `chatmill reindex`",
+                self.embedder.id()
+            ));
+        }
+        Ok(())
+    }
+
+    /// The dense rankings, one (or two, with a time window) per query.
+    fn dense_lists(&self, l: &Lists<'_>) -> Result<Vec<Weighted>, IndexError> {
+        let mut lists = Vec::new();
+        let texts: Vec<&str> = l.queries.iter().map(|q| q.text.as_str()).collect();
+        let vectors = self.embedder.embed(&texts)?;
+        for (q, v) in l.queries.iter().zip(&vectors) {
+            let hits = self.store.knn(v, l.depth, &l.req.filter)?;
+            let dated = match &l.window {
+                Some(f) => Some(self.store.knn(v, l.depth, f)?),
+                None => None,
+            };
+            lists.extend(rank::with_window(q.weight, hits, dated));
+        }
+        Ok(lists)
+    }
+
+    /// The keyword rankings, one (or two, with a time window) per query;
+    /// `None`, with a warning, for a store without a keyword index.
+    fn keyword_lists(
+        &self,
+        l: &Lists<'_>,
+        warnings: &mut Vec<String>,
+    ) -> Result<Option<Vec<Weighted>>, IndexError> {
+        let weight = if l.req.mode == Mode::Hybrid {
+            l.req.keyword_weight.max(0.0)
+        } else {
+            1.0
+        };
+        let mut lists = Vec::new();
+        for q in l.queries {
+            match self.store.keyword(&q.text, l.depth, &l.req.filter) {
+                Ok(hits) => {
+                    let dated = match &l.window {
+                        Some(f) => Some(self.store.keyword(&q.text, l.depth, f)?),
+                        None => None,
+                    };
+                    lists.extend(rank::with_window(q.weight * weight, hits, dated));
+                }
+                Err(IndexError::Unsupported { store, .. }) => {
+                    warnings.push(format!(
+                        "`{store}` has no keyword index; dense ranking only"
+                    ));
+                    return Ok(None);
+                }
+                Err(e) => return Err(e),
             }
         }
-        hits.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
-                .then_with(|| a.chunk_id.cmp(&b.chunk_id))
-        });
-        hits.truncate(k);
-        out.hits = hits;
-        Ok(out)
+        Ok(Some(lists))
     }
 }
 
-/// Each hit gains `share` of the better score of the hits right before and
-/// after it in the same conversation: a question's answer often sits in the
-/// exchange next to the one whose words match it.
-fn neighbours_share(hits: &mut [Hit], share: f32) {
-    let ranges: Vec<Option<(u32, u32)>> = hits
-        .iter()
-        .map(|h| crate::turn_pairs(&h.meta.turn_range))
-        .collect();
-    let mut at: HashMap<(&str, u32), f32> = HashMap::new();
-    for (h, range) in hits.iter().zip(&ranges) {
-        if let Some((a, b)) = *range {
-            for key in [
-                (h.meta.conversation_id.as_str(), a),
-                (h.meta.conversation_id.as_str(), b),
-            ] {
-                let e = at.entry(key).or_insert(0.0);
-                *e = e.max(h.score);
-            }
-        }
-    }
-    let gains: Vec<f32> = hits
-        .iter()
-        .zip(&ranges)
-        .map(|(h, range)| {
-            let Some((a, b)) = *range else {
-                return 0.0;
-            };
-            let conv = h.meta.conversation_id.as_str();
-            let before = a.checked_sub(1).and_then(|p| at.get(&(conv, p))).copied();
-            let after = at.get(&(conv, b + 1)).copied();
-            share * before.unwrap_or(0.0).max(after.unwrap_or(0.0))
-        })
-        .collect();
-    for (h, g) in hits.iter_mut().zip(gains) {
-        h.score += g;
-    }
+/// What every ranking of one search shares.
+struct Lists<'a> {
+    req: &'a SearchRequest,
+    queries: &'a [&'a WeightedQuery],
+    /// How many hits each ranking returns.
+    depth: usize,
+    /// The filter narrowed to the time phrase's window, if any.
+    window: Option<Filter>,
 }
 
 impl Indexer for Index {
@@ -477,7 +405,7 @@ impl Indexer for Index {
         if vectors.len() != records.len() || vectors.iter().any(|v| v.len() != dim) {
             return self.add(records);
         }
-        self.store.upsert(records, vectors, self.embedder.id())
+        self.upsert(records, vectors)
     }
 
     fn remove(&self, chunk_ids: &[String]) -> Result<(), IndexError> {
@@ -560,46 +488,140 @@ mod tests {
         assert!(slow.embed_here(&texts).is_none());
     }
 
-    fn hit(id: &str, conv: &str, range: &str, score: f32) -> Hit {
-        Hit {
-            chunk_id: id.into(),
-            score,
-            meta: ChunkMeta {
-                timestamp: 0,
-                platform: "local".into(),
-                agent_id: "u".into(),
-                conversation_id: conv.into(),
-                title: None,
-                topics: Vec::new(),
-                model: "m".into(),
-                turn_range: range.into(),
-                source_file: "f".into(),
-                path: format!("{id}.md"),
-            },
-            document: String::new(),
+    #[test]
+    fn a_time_phrase_favours_the_chunks_dated_in_its_window() {
+        use crate::embedded::tests::{index, rec};
+        let dir = tempfile::tempdir().unwrap();
+        let index = index(dir.path());
+        let camping = "We went camping at the lake with the kids";
+        index
+            .index(&[
+                rec("a-mar", 1_678_449_600, "local", "x", camping), // 2023-03-10
+                rec("b-sep", 1_695_211_200, "local", "x", camping), // 2023-09-20
+                rec("c-jun", 1_686_830_400, "local", "x", camping), // 2023-06-15
+                rec(
+                    "d-jun",
+                    1_687_262_400,
+                    "local",
+                    "x",
+                    "Invoice totals are stored in cents",
+                ), // 2023-06-20
+            ])
+            .unwrap();
+        let mut req = SearchRequest::new("the camping trip at the lake in June");
+        req.now = Some(1_701_432_000); // 2023-12-01
+        let ids = |r: &SearchResults| -> Vec<String> {
+            r.hits.iter().map(|h| h.chunk_id.clone()).collect()
+        };
+        let off = index
+            .search(&SearchRequest {
+                time_hints: false,
+                ..req.clone()
+            })
+            .unwrap();
+        assert_eq!(off.time_window, None);
+        assert_eq!(ids(&off)[..3], ["a-mar", "b-sep", "c-jun"], "a tie, by id");
+        for mode in [Mode::Hybrid, Mode::Keyword, Mode::Semantic] {
+            let on = index
+                .search(&SearchRequest {
+                    mode,
+                    ..req.clone()
+                })
+                .unwrap();
+            let w = on.time_window.clone().unwrap();
+            assert_eq!(w.phrase, "June");
+            let got = ids(&on);
+            assert_eq!(got[0], "c-jun", "{mode:?}: {got:?}");
+            // Favoured, not filtered: the other camping trips are still
+            // found, and above an unrelated chunk that is merely in June
+            // (a vector search ranks every chunk of the window; the ones
+            // far less similar than the best get no vote for their date).
+            let at = |id: &str| got.iter().position(|g| g == id);
+            for other in ["a-mar", "b-sep"] {
+                assert!(
+                    at(other).is_some_and(|i| at("d-jun").is_none_or(|j| i < j)),
+                    "{mode:?}: {got:?}"
+                );
+            }
+        }
+        // A filter that leaves nothing of the window: no window search.
+        let mut early = req.clone();
+        early.filter.until = Some(1_680_000_000); // 2023-03-28
+        let r = index.search(&early).unwrap();
+        assert_eq!(ids(&r), ["a-mar"]);
+    }
+
+    /// A store that holds `held` and takes nothing.
+    struct Holding(Option<crate::StoredModel>);
+
+    impl Store for Holding {
+        fn name(&self) -> &str {
+            "holding"
+        }
+        fn upsert(&self, _: &[ChunkRecord], _: &[Vec<f32>], _: &str) -> Result<(), IndexError> {
+            Ok(())
+        }
+        fn delete(&self, _: &[String]) -> Result<(), IndexError> {
+            Ok(())
+        }
+        fn ids(&self) -> Result<BTreeSet<String>, IndexError> {
+            Ok(BTreeSet::new())
+        }
+        fn count(&self) -> Result<u64, IndexError> {
+            Ok(0)
+        }
+        fn stored(&self) -> Result<Option<crate::StoredModel>, IndexError> {
+            Ok(self.0.clone())
+        }
+        fn knn(&self, _: &[f32], _: usize, _: &Filter) -> Result<Vec<Hit>, IndexError> {
+            Ok(Vec::new())
+        }
+        fn keyword(&self, _: &str, _: usize, _: &Filter) -> Result<Vec<Hit>, IndexError> {
+            Ok(Vec::new())
+        }
+        fn recent(&self, _: usize, _: &Filter) -> Result<Vec<Hit>, IndexError> {
+            Ok(Vec::new())
         }
     }
 
     #[test]
-    fn hits_gain_a_share_of_their_better_neighbour_in_the_same_conversation() {
-        let mut hits = vec![
-            hit("a2", "a", "2", 1.0),
-            hit("a3", "a", "3-4", 0.5),
-            hit("a5", "a", "5", 0.2),
-            hit("a9", "a", "9", 0.4),
-            hit("b3", "b", "3", 0.8),
-            hit("odd", "a", "x", 0.3),
-        ];
-        neighbours_share(&mut hits, 0.5);
-        let score = |id: &str| hits.iter().find(|h| h.chunk_id == id).unwrap().score;
-        // a3 sits between a2 (1.0) and a5 (0.2): half of the better.
-        assert_eq!(score("a3"), 0.5 + 0.5);
-        // a2's neighbour a3 covers pairs 3-4; a5 follows pair 4.
-        assert_eq!(score("a2"), 1.0 + 0.25);
-        assert_eq!(score("a5"), 0.2 + 0.25);
-        // No neighbour listed; another conversation's pair 3 is no neighbour.
-        assert_eq!(score("a9"), 0.4);
-        assert_eq!(score("b3"), 0.8);
-        assert_eq!(score("odd"), 0.3);
+    fn a_store_holding_another_models_vectors_refuses_them_and_says_both_dimensions() {
+        let lexical = crate::Lexical::new(64);
+        let held = |model: Option<&str>, dim: Option<usize>| {
+            Index::new(
+                Arc::new(Holding(Some(crate::StoredModel {
+                    model: model.map(str::to_string),
+                    dim,
+                }))),
+                Arc::new(crate::Lexical::new(64)),
+            )
+        };
+        let write = |ix: &Index| ix.index(&[record("a", "hello")]);
+        let e = write(&held(Some("minilm"), Some(384))).unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                IndexError::DimensionMismatch { found: 384, dim: 64, found_model, model }
+                    if found_model == "minilm" && model == lexical.id()
+            ),
+            "{e}"
+        );
+        assert!(
+            e.to_string()
+                .contains("384-dimensional vectors from `minilm`"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("(64-dimensional)"), "{e}");
+        // Another model of the same width, or the same model id at another
+        // width: refused too.
+        assert!(write(&held(Some("other"), Some(64))).is_err());
+        assert!(write(&held(Some(lexical.id()), Some(32))).is_err());
+        // The same model, an empty store, or one that does not know: taken.
+        write(&held(Some(lexical.id()), Some(64))).unwrap();
+        write(&held(None, None)).unwrap();
+        let empty = Index::new(Arc::new(Holding(None)), Arc::new(crate::Lexical::new(64)));
+        write(&empty).unwrap();
+        // Nothing to write: nothing asked.
+        held(Some("other"), Some(1)).index(&[]).unwrap();
     }
 }

@@ -225,11 +225,41 @@ fn a_real_chroma_server_stores_filters_ranks_and_migrates() {
     );
     assert_eq!(index.count().unwrap(), 253);
 
-    // Vectors of another model are refused rather than mixed.
-    let err = store
-        .upsert(&records[..1], &[vec![0.0; 384]], "another-model")
-        .unwrap_err();
-    assert!(matches!(err, IndexError::DimensionMismatch { .. }), "{err}");
+    // Vectors of another model are refused rather than mixed, and the
+    // message gives the stored vectors' dimension and the embedder's.
+    let other = Index::new(store.clone(), Arc::new(chatmill_index::Lexical::new(64)));
+    let err = other.index(&records[..1]).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            IndexError::DimensionMismatch {
+                found: 384,
+                dim: 64,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let message = err.to_string();
+    assert!(
+        message.contains("384-dimensional vectors from `local:")
+            && message.contains("(64-dimensional)"),
+        "{message}"
+    );
+    // The same width from another model: refused too.
+    let same_width = Index::new(store.clone(), Arc::new(chatmill_index::Lexical::new(384)));
+    let err = same_width.index(&records[..1]).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            IndexError::DimensionMismatch {
+                found: 384,
+                dim: 384,
+                ..
+            }
+        ),
+        "{err}"
+    );
 
     // Deleting.
     index.remove(&["bread".to_string()]).unwrap();
@@ -238,6 +268,10 @@ fn a_real_chroma_server_stores_filters_ranks_and_migrates() {
     // A second client on the same collection sees the same data.
     let again = ChromaStore::connect(cfg).unwrap();
     assert_eq!(again.count().unwrap(), 252);
+    // It reads the stored vectors' model and dimension from the server.
+    let held = again.stored().unwrap().unwrap();
+    assert_eq!(held.dim, Some(384));
+    assert!(held.model.unwrap().starts_with("local:"));
 
     // A dead server: a retryable error with a hint, no panic.
     drop(server);

@@ -1,0 +1,389 @@
+//! The store's SQLite schema and rows: the tables, a chunk's row as vector
+//! search keeps it, a hit's columns, a filter's SQL, the write generation,
+//! and opening (creating or upgrading) the file.
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::keyword::{contentless, fts_table, tune_merges};
+use super::{SqliteStore, err};
+use crate::bm25::{self, Lengths};
+use crate::{ChunkMeta, ChunkRecord, Filter, Hit, IndexError};
+
+const SCHEMA: &str = concat!(
+    "
+-- A new store's pages are 8 KiB (SQLite's default is 4 KiB), set before
+-- anything is written; an existing store keeps its own. A chunk's row (its
+-- document and its f32 vector, ~3.5 KB) took a 4 KiB page of its own and
+-- left a tenth of it empty; at 8 KiB two fit, with half the pages to log,
+-- check and copy: the 100k-pair indexed import bench ran 1-5 % faster in 6
+-- of 6 back-to-back runs, the search bench's inserts 41k/s -> 47-50k/s.
+-- 16 KiB imported ~1 % faster still but a filtered hybrid search read more
+-- bytes per row (p95 11 -> 15 ms; 12.8 ms at 8 KiB).
+PRAGMA page_size = 8192;
+PRAGMA journal_mode = WAL;
+PRAGMA synchronous = NORMAL;
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY,
+    chunk_id TEXT NOT NULL UNIQUE,
+    timestamp INTEGER NOT NULL,
+    platform TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    title TEXT,
+    topics TEXT NOT NULL,
+    model TEXT NOT NULL,
+    turn_range TEXT NOT NULL,
+    source_file TEXT NOT NULL,
+    path TEXT NOT NULL,
+    embedding BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_timestamp ON chunks(timestamp);
+CREATE INDEX IF NOT EXISTS chunks_conversation ON chunks(conversation_id);
+CREATE INDEX IF NOT EXISTS chunks_agent ON chunks(agent_id);
+",
+    fts_table!(),
+    "
+-- The keyword index is written by `upsert` and `delete`, one statement per
+-- batch; a store made by an older chatmill may still carry per-row triggers.
+DROP TRIGGER IF EXISTS chunks_ai;
+DROP TRIGGER IF EXISTS chunks_ad;
+DROP TRIGGER IF EXISTS chunks_au;
+"
+);
+
+/// What vector search keeps in memory per chunk.
+#[derive(Clone)]
+pub(super) struct Row {
+    pub(super) id: i64,
+    pub(super) timestamp: i64,
+    pub(super) platform: String,
+    pub(super) agent_id: String,
+    pub(super) conversation_id: String,
+}
+
+impl Row {
+    pub(super) fn matches(&self, f: &Filter) -> bool {
+        f.agent_id.as_ref().is_none_or(|a| *a == self.agent_id)
+            && f.platform.as_ref().is_none_or(|p| *p == self.platform)
+            && f.conversation_id
+                .as_ref()
+                .is_none_or(|c| *c == self.conversation_id)
+            && f.since.is_none_or(|s| self.timestamp >= s)
+            && f.until.is_none_or(|u| self.timestamp <= u)
+    }
+}
+
+/// The store's generation (bumped by every write; 0 for an index that has
+/// never been written by a chatmill that counts them).
+pub(super) fn generation(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.prepare_cached("SELECT value FROM meta WHERE key = 'generation'")?
+        .query_row([], |r| r.get::<_, String>(0))
+        .optional()
+        .map(|g| g.and_then(|g| g.parse().ok()).unwrap_or(0))
+}
+
+/// Bumps the generation inside the write transaction `tx`; returns the one
+/// it replaced.
+pub(super) fn bump_generation(tx: &Connection) -> rusqlite::Result<i64> {
+    let g = generation(tx)?;
+    tx.execute(
+        "INSERT INTO meta(key, value) VALUES ('generation', ?1)
+         ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        [(g + 1).to_string()],
+    )?;
+    Ok(g)
+}
+
+/// `e`, opening the store at `path`, as another process holding it locked
+/// (a busy store, which a moment cures); `None` for any other error.
+fn busy(path: &Path, e: &rusqlite::Error) -> Option<IndexError> {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+    .then(|| IndexError::Store {
+        store: format!("sqlite ({})", path.display()),
+        message: format!("the index is busy: another chatmill process is writing it ({e})"),
+        hint: Some(
+            "run the command again in a moment (an index made by an earlier chatmill is rebuilt once, the first time it is opened: seconds per 100k chunks)".into(),
+        ),
+        retryable: true,
+    })
+}
+
+/// A hit's columns (its text is not among them: see `fts_table!`).
+const COLUMNS: &str = "chunk_id, timestamp, platform, agent_id, conversation_id, title, topics, model, turn_range, source_file, path";
+
+fn hit_from_row(r: &rusqlite::Row<'_>, score: f32) -> rusqlite::Result<Hit> {
+    let topics: String = r.get(6)?;
+    Ok(Hit {
+        chunk_id: r.get(0)?,
+        score,
+        meta: ChunkMeta {
+            timestamp: r.get(1)?,
+            platform: r.get(2)?,
+            agent_id: r.get(3)?,
+            conversation_id: r.get(4)?,
+            title: r.get(5)?,
+            topics: serde_json::from_str(&topics).unwrap_or_default(),
+            model: r.get(7)?,
+            turn_range: r.get(8)?,
+            source_file: r.get(9)?,
+            path: r.get(10)?,
+        },
+        document: String::new(),
+    })
+}
+
+/// SQL for a filter: ` AND …` clauses and their parameters.
+pub(super) fn filter_sql(f: &Filter) -> (String, Vec<rusqlite::types::Value>) {
+    use rusqlite::types::Value;
+    let mut sql = String::new();
+    let mut args = Vec::new();
+    if let Some(a) = &f.agent_id {
+        sql.push_str(" AND c.agent_id = ?");
+        args.push(Value::Text(a.clone()));
+    }
+    if let Some(p) = &f.platform {
+        sql.push_str(" AND c.platform = ?");
+        args.push(Value::Text(p.clone()));
+    }
+    if let Some(c) = &f.conversation_id {
+        sql.push_str(" AND c.conversation_id = ?");
+        args.push(Value::Text(c.clone()));
+    }
+    if let Some(s) = f.since {
+        sql.push_str(" AND c.timestamp >= ?");
+        args.push(Value::Integer(s));
+    }
+    if let Some(u) = f.until {
+        sql.push_str(" AND c.timestamp <= ?");
+        args.push(Value::Integer(u));
+    }
+    (sql, args)
+}
+
+/// `COLUMNS` as `c.<name>` (queries join other tables).
+pub(super) fn qualified_columns() -> String {
+    COLUMNS
+        .split(", ")
+        .map(|c| format!("c.{c}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl SqliteStore {
+    /// Opens (creating) the store at `path`.
+    pub fn open(path: &Path) -> Result<Self, IndexError> {
+        if let Some(dir) = path.parent() {
+            fs_err::create_dir_all(dir).map_err(|e| err(path, e))?;
+        }
+        let conn = Connection::open(path).map_err(|e| err(path, e))?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(|e| err(path, e))?;
+        conn.execute_batch(SCHEMA).map_err(|e| {
+            busy(path, &e).unwrap_or_else(|| IndexError::Store {
+                store: format!("sqlite ({})", path.display()),
+                message: format!("not a usable chatmill index: {e}"),
+                hint: Some(format!(
+                    "move `{}` aside and run `chatmill reindex` to rebuild it from the chunk files",
+                    path.display()
+                )),
+                retryable: false,
+            })
+        })?;
+        let other = |e: rusqlite::Error| busy(path, &e).unwrap_or_else(|| err(path, e));
+        contentless(&conn).map_err(other)?;
+        tune_merges(&conn).map_err(other)?;
+        let reader = Connection::open(path).map_err(|e| err(path, e))?;
+        reader
+            .busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(|e| err(path, e))?;
+        for c in [&conn, &reader] {
+            // A 16 MiB page cache (the default is 2 MiB): BM25 over FTS5
+            // looks up the length of every match, and inserts update FTS5's
+            // b-trees. (A memory map measured no faster and inflates RSS by
+            // the file size.)
+            c.execute_batch("PRAGMA cache_size = -16384;")
+                .map_err(|e| err(path, e))?;
+        }
+        let lengths: bm25::Shared = std::sync::Arc::new(Mutex::new(std::sync::Arc::new(Lengths {
+            generation: -1,
+            by_rowid: Vec::new(),
+        })));
+        let lengths = match bm25::register(&conn, std::sync::Arc::clone(&lengths)) {
+            Ok(()) => Some(lengths),
+            Err(e) => {
+                tracing::debug!("keyword search ranks with FTS5's bm25(): {e}");
+                None
+            }
+        };
+        Ok(Self {
+            path: path.to_path_buf(),
+            lengths,
+            conn: Mutex::new(conn),
+            reader: Mutex::new(reader),
+            vectors: Mutex::new(None),
+            loads: std::sync::atomic::AtomicUsize::new(0),
+        })
+    }
+
+    /// The hits of the chunks `scored` (rowid, score), in that order.
+    pub(super) fn hits_by_id(&self, scored: &[(i64, f32)]) -> Result<Vec<Hit>, IndexError> {
+        let conn = self.reader();
+        let mut stmt = conn
+            .prepare_cached(&format!("SELECT {COLUMNS} FROM chunks WHERE id = ?1"))
+            .map_err(|e| self.e(e))?;
+        let mut out = Vec::with_capacity(scored.len());
+        for &(id, score) in scored {
+            if let Some(h) = stmt
+                .query_row([id], |r| hit_from_row(r, score))
+                .optional()
+                .map_err(|e| self.e(e))?
+            {
+                out.push(h);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Runs `sql` (with `{filter}` where the filter's clauses go): the
+    /// MATCH text first when given, the filter's values, then `k`.
+    pub(super) fn select(
+        &self,
+        sql: &str,
+        matching: Option<String>,
+        k: usize,
+        filter: &Filter,
+        score: impl Fn(&rusqlite::Row<'_>) -> rusqlite::Result<f32>,
+    ) -> Result<Vec<Hit>, IndexError> {
+        let (where_sql, filter_args) = filter_sql(filter);
+        let sql = sql.replace("{filter}", &where_sql);
+        let mut args: Vec<rusqlite::types::Value> = Vec::new();
+        args.extend(matching.map(rusqlite::types::Value::Text));
+        args.extend(filter_args);
+        args.push(rusqlite::types::Value::Integer(k as i64));
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(&sql).map_err(|e| self.e(e))?;
+        let hits = stmt
+            .query_map(rusqlite::params_from_iter(args), |r| {
+                let s = score(r)?;
+                hit_from_row(r, s)
+            })
+            .map_err(|e| self.e(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.e(e))?;
+        Ok(hits)
+    }
+
+    /// Writes `records` and their `vectors` to `chunks` in the transaction
+    /// `tx`: the rows written (for the in-memory vectors) and what the
+    /// keyword index loses and gains.
+    pub(super) fn write_rows<'a>(
+        &self,
+        tx: &Connection,
+        records: &'a [ChunkRecord],
+        vectors: &'a [Vec<f32>],
+    ) -> Result<Written<'a>, IndexError> {
+        let mut written = Vec::with_capacity(records.len());
+        // What the keyword index loses (a replaced chunk's row) and gains.
+        let mut unindex: Vec<i64> = Vec::new();
+        let mut index: Vec<(i64, &str)> = Vec::with_capacity(records.len());
+        {
+            let mut existing = tx
+                .prepare_cached("SELECT id FROM chunks WHERE chunk_id = ?1")
+                .map_err(|e| self.e(e))?;
+            // A plain INSERT of a new row, an UPDATE by rowid of a known one:
+            // an upsert (`ON CONFLICT … DO UPDATE`) is a statement that may
+            // abort after writing, so SQLite keeps a statement journal of
+            // the pages it touches for every row (~36 KB, copied and freed
+            // per chunk: most of an import's page faults).
+            let mut insert = tx
+                .prepare_cached(
+                    "INSERT INTO chunks (chunk_id, timestamp, platform, agent_id, conversation_id, title, topics, model, turn_range, source_file, path, embedding)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                )
+                .map_err(|e| self.e(e))?;
+            let mut update = tx
+                .prepare_cached(
+                    "UPDATE chunks SET chunk_id = ?1, timestamp = ?2, platform = ?3, agent_id = ?4,
+                       conversation_id = ?5, title = ?6, topics = ?7, model = ?8, turn_range = ?9,
+                       source_file = ?10, path = ?11, embedding = ?12
+                     WHERE id = ?13",
+                )
+                .map_err(|e| self.e(e))?;
+            for (r, v) in records.iter().zip(vectors) {
+                let m = &r.meta;
+                let old: Option<i64> = existing
+                    .query_row([&r.chunk_id], |row| row.get(0))
+                    .optional()
+                    .map_err(|e| self.e(e))?;
+                let topics = serde_json::to_string(&m.topics).unwrap_or_else(|_| "[]".into());
+                let values = params![
+                    r.chunk_id,
+                    m.timestamp,
+                    m.platform,
+                    m.agent_id,
+                    m.conversation_id,
+                    m.title,
+                    topics,
+                    m.model,
+                    m.turn_range,
+                    m.source_file,
+                    m.path,
+                    super::to_blob(v),
+                ];
+                let id: i64 = match &old {
+                    Some(id) => {
+                        let mut with_id = values.to_vec();
+                        with_id.push(id);
+                        update.execute(with_id.as_slice()).map_err(|e| self.e(e))?;
+                        *id
+                    }
+                    None => {
+                        insert.execute(values).map_err(|e| self.e(e))?;
+                        tx.last_insert_rowid()
+                    }
+                };
+                match old.and_then(|old| index.iter().position(|(i, _)| *i == old)) {
+                    // Written earlier in this batch: not in the keyword
+                    // index yet; the later text is the one to index.
+                    Some(at) => index[at].1 = &r.document,
+                    None => {
+                        if let Some(old) = old {
+                            unindex.push(old);
+                        }
+                        index.push((id, &r.document));
+                    }
+                }
+                written.push((
+                    Row {
+                        id,
+                        timestamp: m.timestamp,
+                        platform: m.platform.clone(),
+                        agent_id: m.agent_id.clone(),
+                        conversation_id: m.conversation_id.clone(),
+                    },
+                    v.as_slice(),
+                ));
+            }
+        }
+        Ok(Written {
+            rows: written,
+            unindex,
+            index,
+        })
+    }
+}
+
+/// What one upsert wrote: each chunk's row and vector, the keyword index's
+/// rows to take out (replaced chunks) and documents to put in.
+pub(super) struct Written<'a> {
+    pub(super) rows: Vec<(Row, &'a [f32])>,
+    pub(super) unindex: Vec<i64>,
+    pub(super) index: Vec<(i64, &'a str)>,
+}
