@@ -23,6 +23,8 @@ use std::time::Duration;
 
 use chatmill_adapter_markdown::{RawLogEntry, parse_raw_log, render_raw_log_entry};
 use chatmill_index::Indexer;
+
+use crate::sink::{ChunkSink, IndexSink};
 use chatmill_model::{Conversation, Pair, Part};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -313,11 +315,15 @@ impl InlineWriter {
         // 3. The index; 4. the manifest (after the chunk is durable).
         let mut indexed = false;
         if let (Some(ix), Some(w)) = (&self.indexer, &written) {
-            match ix.index(std::slice::from_ref(&w.record)) {
-                Ok(()) => indexed = true,
+            let sink = IndexSink::new(ix.as_ref());
+            sink.committed(w.clone());
+            match sink.finish().failure {
+                None => indexed = true,
                 // The chunk file is the source of truth: the next import or
                 // `chatmill verify --repair` indexes it.
-                Err(e) => tracing::warn!("chunk `{}` written but not indexed: {e}", w.chunk_id),
+                Some((_, e)) => {
+                    tracing::warn!("chunk `{}` written but not indexed: {e}", w.chunk_id);
+                }
             }
         }
         self.manifest.save(&manifest_path)?;

@@ -23,4 +23,5 @@ pub mod manifest;
 pub mod processor;
 pub mod record;
 pub mod render;
+pub mod sink;
 pub mod verify;

@@ -50,9 +50,6 @@ pub struct Written {
     pub path: PathBuf,
     /// What the index gets for it.
     pub record: ChunkRecord,
-    /// Its embedding, when made beside its chunking
-    /// ([`chatmill_index::Indexer::embed_here`]).
-    pub vector: Option<Vec<f32>>,
     /// Its header is a stand-in, queued for backfill.
     pub header_pending: bool,
 }
@@ -108,8 +105,8 @@ pub struct Prepared {
 
 impl Prepared {
     /// The chunks written, to be committed.
-    pub fn written_mut(&mut self) -> &mut [Written] {
-        &mut self.outcome.written
+    pub fn written(&self) -> &[Written] {
+        &self.outcome.written
     }
 }
 
@@ -509,7 +506,6 @@ impl<'a> Processor<'a> {
                 chunk_id: id,
                 path,
                 record: index,
-                vector: None,
                 header_pending: header.backfill,
             });
         }

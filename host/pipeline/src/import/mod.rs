@@ -1,0 +1,255 @@
+//! Batch import. One import goes: [`run`] inventories the inputs and, per
+//! input under the root lock, [`select`] decides whether and how it is read
+//! (unchanged inputs skipped, a new one hashed beside its parse, the
+//! adapters that may read it, a batch's results joined to its requests),
+//! [`stages`] parses it, prepares its conversations on the thread pool and
+//! commits them in order into a [`crate::sink::ChunkSink`] (chunk ids,
+//! backfill queue, index), and [`record`] records the outcome in the
+//! manifest and the summary. One bad file never stops the others; the
+//! manifest is saved after every file, so a killed run resumes where it
+//! stopped and converges to the same result.
+
+mod catch_up;
+mod record;
+mod select;
+mod stages;
+#[cfg(test)]
+mod tests;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use chatmill_index::Indexer;
+use chatmill_runtime::{AdapterSet, Runtime};
+
+use crate::header::HeaderWriter;
+use crate::inventory;
+use crate::lock::RootLock;
+use crate::manifest::{MANIFEST_FILE, Manifest, ManifestError};
+use crate::processor::{Processor, ProcessorConfig};
+use crate::sink::Indexed;
+use catch_up::catch_up_into;
+pub use record::{FileProblem, Summary};
+
+#[derive(Debug, Clone)]
+pub struct ImportOptions {
+    /// The root: chunk files and the manifest live here; `raw/` is the
+    /// default input.
+    pub root: PathBuf,
+    /// Files or folders; empty means `ROOT/raw`.
+    pub inputs: Vec<PathBuf>,
+    /// Use this adapter for every input instead of sniffing.
+    pub format: Option<String>,
+    pub processor: ProcessorConfig,
+}
+
+/// What an import runs with.
+pub struct Services<'a> {
+    pub runtime: &'a Runtime,
+    pub adapters: &'a AdapterSet,
+    pub header: &'a dyn HeaderWriter,
+    /// `None`: chunk files and manifest only.
+    pub indexer: Option<&'a dyn Indexer>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    #[error("cannot read input `{path}`: {source}")]
+    Inventory {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Lock(#[from] crate::lock::LockError),
+    #[error("cannot create the root `{path}`: {source}")]
+    Root {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Progress events, for a progress bar.
+#[derive(Debug, Clone, Copy)]
+pub enum Progress<'a> {
+    Inventory {
+        files: usize,
+    },
+    File {
+        index: usize,
+        of: usize,
+        name: &'a str,
+    },
+}
+
+/// Runs one import.
+pub fn run(
+    svc: &Services<'_>,
+    opts: &ImportOptions,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<Summary, ImportError> {
+    let out_dir = &opts.processor.out_dir;
+    fs_err::create_dir_all(out_dir).map_err(|source| ImportError::Root {
+        path: out_dir.clone(),
+        source,
+    })?;
+    // A killed run may have left temp files (never half chunk files: those
+    // are renamed into place whole). Swept under the root lock: a running
+    // server (or another import) writes its temp files under it, and one
+    // swept mid-write made its rename fail.
+    {
+        let _lock = RootLock::acquire(&opts.root, Duration::from_secs(600))?;
+        inventory::sweep_temp_files(out_dir);
+        inventory::sweep_temp_files(&opts.root);
+    }
+    let manifest_path = opts.root.join(MANIFEST_FILE);
+    let mut manifest = Manifest::load(&manifest_path)?;
+    let (items, broken) =
+        inventory::collect(&inputs_of(opts)?).map_err(|e| ImportError::Inventory {
+            path: e.path.clone(),
+            source: std::io::Error::other(e.message),
+        })?;
+    let items = select::without_own_files(items, &opts.root, out_dir);
+    let mut summary = Summary::default();
+    let mut index_failure: IndexFailure = None;
+    // The index takes the chunks the manifest has and it lacks (a killed
+    // run, an index that was down) before the run adds its own: what there
+    // is to compare is then only what earlier runs left (nothing, in a first
+    // import), and the run does not end on a pass over every id.
+    if let Some(indexer) = svc.indexer {
+        catch_up_into(
+            indexer,
+            &manifest,
+            out_dir,
+            &mut summary,
+            &mut index_failure,
+        );
+    }
+    for b in broken {
+        summary.errors.push(FileProblem {
+            file: b.path.display().to_string(),
+            reason: b.message,
+            hint: Some("the archive is damaged or incomplete; download the export again".into()),
+            retryable: false,
+        });
+    }
+    progress(Progress::Inventory { files: items.len() });
+
+    let mut stamp = file_stamp(&manifest_path);
+    // Whether another writer changed the manifest during the run.
+    let mut others_wrote = false;
+    let mut processor = Processor::new(opts.processor.clone(), svc.header, &manifest);
+    let total = items.len();
+    for (index, item) in items.iter().enumerate() {
+        progress(Progress::File {
+            index,
+            of: total,
+            name: &item.key,
+        });
+        // One writer at a time on the root (an inline server may be
+        // running): the lock per input file, and the manifest re-read when
+        // someone else wrote it meanwhile.
+        let _lock = RootLock::acquire(&opts.root, Duration::from_secs(600))?;
+        let now = file_stamp(&manifest_path);
+        if now != stamp {
+            others_wrote = true;
+            manifest = Manifest::load(&manifest_path)?;
+            processor = Processor::new(opts.processor.clone(), svc.header, &manifest);
+        }
+        let mut work = Work {
+            svc,
+            opts,
+            processor: &mut processor,
+            manifest: &mut manifest,
+            summary: &mut summary,
+            index_failure: &mut index_failure,
+        };
+        if let Some(companion) = select::import_one(&mut work, item) {
+            select::import_one(&mut work, companion);
+        }
+        manifest.save(&manifest_path)?;
+        stamp = file_stamp(&manifest_path);
+    }
+    summary.chunks_total = manifest.chunk_count() as u32;
+    if let Some(indexer) = svc.indexer {
+        // Another writer's chunks that its index left out (an inline server
+        // whose index failed) are taken in by this run.
+        if others_wrote && index_failure.is_none() {
+            catch_up_into(
+                indexer,
+                &manifest,
+                out_dir,
+                &mut summary,
+                &mut index_failure,
+            );
+        }
+        summary.index_total = indexer.count().ok();
+        if let Some((n, e)) = index_failure {
+            summary.errors.push(index_problem(n, &e));
+        }
+    }
+    Ok(summary)
+}
+
+/// The inputs to inventory: `opts.inputs` (each must exist), else `ROOT/raw`.
+fn inputs_of(opts: &ImportOptions) -> Result<Vec<PathBuf>, ImportError> {
+    if opts.inputs.is_empty() {
+        let raw = opts.root.join("raw");
+        return Ok(if raw.exists() { vec![raw] } else { Vec::new() });
+    }
+    if let Some(missing) = opts.inputs.iter().find(|i| !i.exists()) {
+        return Err(ImportError::Inventory {
+            path: missing.clone(),
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such file or folder"),
+        });
+    }
+    Ok(opts.inputs.clone())
+}
+
+/// The run's problem with the index: `n` new chunks left out, or (0) the
+/// index could not be brought up to date.
+fn index_problem(n: u32, e: &chatmill_index::IndexError) -> FileProblem {
+    let what = if n > 0 {
+        format!("{n} new chunks could not be indexed: {e}")
+    } else {
+        format!("the index could not be brought up to date: {e}")
+    };
+    FileProblem {
+        file: "(index)".into(),
+        reason: what,
+        hint: Some(e.hint().unwrap_or_else(|| {
+            "the chunk files are written; run `chatmill import` again (it indexes what the index is missing) or `chatmill reindex`".into()
+        })),
+        retryable: true,
+    }
+}
+
+/// Adds what an index sink did to the summary and the run's index failure.
+fn merge_indexed(summary: &mut Summary, failure: &mut IndexFailure, done: Indexed) {
+    summary.chunks_indexed += done.chunks;
+    if let Some((n, e)) = done.failure {
+        let before = failure.as_ref().map_or(0, |f| f.0);
+        *failure = Some((before + n, e));
+    }
+}
+
+fn file_stamp(path: &std::path::Path) -> Option<(std::time::SystemTime, u64)> {
+    let m = fs_err::metadata(path).ok()?;
+    Some((m.modified().ok()?, m.len()))
+}
+
+/// A failed index call: how many chunks it left out, and why.
+type IndexFailure = Option<(u32, chatmill_index::IndexError)>;
+
+/// What importing one input works on and reports to.
+struct Work<'r, 's> {
+    svc: &'r Services<'s>,
+    opts: &'r ImportOptions,
+    processor: &'r mut Processor<'s>,
+    manifest: &'r mut Manifest,
+    summary: &'r mut Summary,
+    index_failure: &'r mut IndexFailure,
+}

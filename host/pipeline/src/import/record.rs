@@ -1,0 +1,248 @@
+//! What an import reports: the summary, each input's problems and
+//! warnings, and the manifest record of each input with its content hash.
+
+use serde::Serialize;
+
+use super::Work;
+use crate::manifest::{AdapterRef, FileRecord, FileStatus};
+
+/// What happened to one skipped or failed input.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FileProblem {
+    pub file: String,
+    pub reason: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    /// Whether running again may help (time limits, I/O).
+    pub retryable: bool,
+}
+
+/// The processing summary the spec asks for.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    pub files_processed: u32,
+    /// Inputs already in the manifest with the same content.
+    pub files_unchanged: u32,
+    pub chunks_written: u32,
+    pub duplicates_skipped: u32,
+    pub mechanical_excluded: u32,
+    pub files_skipped: Vec<FileProblem>,
+    pub errors: Vec<FileProblem>,
+    /// Inputs imported with something the user should know: values the
+    /// trust boundary dropped or cut, an adapter that declined the file.
+    pub warnings: Vec<FileProblem>,
+    /// Chunks the manifest knows after the run.
+    pub chunks_total: u32,
+    /// Chunks handed to the index this run (new ones, and earlier ones the
+    /// index was missing).
+    pub chunks_indexed: u32,
+    /// Chunks in the index after the run (`None` without an index, or when
+    /// it could not be counted).
+    pub index_total: Option<u64>,
+    /// Chunks written with a stand-in header because the header model
+    /// failed; queued for `chatmill backfill`.
+    pub headers_pending: u32,
+}
+
+/// An input's content hash and size, as its import gets them.
+pub(super) enum Digest<'s> {
+    /// Read before: the manifest compared it.
+    Known(String, u64),
+    /// Being read on another thread.
+    Beside(Hashing<'s>),
+    /// Read as the input is copied out (a zip entry).
+    InCopy,
+}
+
+/// A file's hash being read beside its parse, and the file's size and
+/// modification time as the import found it.
+pub(super) struct Hashing<'s> {
+    pub(super) handle: std::thread::ScopedJoinHandle<'s, std::io::Result<(String, u64)>>,
+    pub(super) path: &'s std::path::Path,
+    pub(super) listed: (u64, Option<std::time::SystemTime>),
+}
+
+impl Hashing<'_> {
+    /// The file's content hash and size, unless the file changed while it
+    /// was read (a session still being written: the hash could cover
+    /// bytes the parse did not see), which leaves the hash empty so that
+    /// the next import reads the file again.
+    pub(super) fn finish(self) -> std::io::Result<(String, u64)> {
+        let (sha256, size) = self
+            .handle
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+        let now = fs_err::metadata(self.path)
+            .ok()
+            .map(|m| (m.len(), m.modified().ok()));
+        if size == self.listed.0 && now == Some(self.listed) {
+            Ok((sha256, size))
+        } else {
+            tracing::info!(
+                "`{}` changed while it was read: it is read again by the next import",
+                self.path.display()
+            );
+            Ok((String::new(), size))
+        }
+    }
+}
+
+/// Reports that the input `key` cannot be read (`e`); a later run may
+/// read it.
+pub(super) fn unreadable(w: &mut Work<'_, '_>, key: &str, e: &dyn std::fmt::Display) {
+    w.summary.errors.push(FileProblem {
+        file: key.to_string(),
+        reason: format!("cannot read it: {e}"),
+        hint: None,
+        retryable: true,
+    });
+}
+
+/// Records `record` for `key` with its content hash, once that is read
+/// (`hashing`). An input whose hash could not be read is recorded without
+/// one, so the next import reads it again (its chunks, already written,
+/// are not written twice); that it could not be read is reported unless
+/// its import reported a failure already.
+pub(super) fn record_file(
+    w: &mut Work<'_, '_>,
+    key: &str,
+    mut record: FileRecord,
+    hashing: Option<Hashing<'_>>,
+) {
+    match hashing.map(Hashing::finish) {
+        None => {}
+        Some(Ok((sha256, size))) => (record.sha256, record.size) = (sha256, size),
+        Some(Err(e)) => {
+            record.sha256.clear();
+            if record.status == FileStatus::Processed {
+                unreadable(w, key, &e);
+            }
+        }
+    }
+    w.manifest.files.insert(key.to_string(), record);
+}
+
+/// A problem with the input `key`.
+pub(super) fn problem(
+    key: &str,
+    reason: String,
+    hint: Option<String>,
+    retryable: bool,
+) -> FileProblem {
+    FileProblem {
+        file: key.to_string(),
+        reason,
+        hint,
+        retryable,
+    }
+}
+
+impl<'s> Digest<'s> {
+    /// The content hash and size known now (empty while it is read beside
+    /// the parse), and the hashing still under way.
+    pub(super) fn resolve(
+        self,
+        local: &mut crate::inventory::Materialized,
+    ) -> (String, u64, Option<Hashing<'s>>) {
+        match self {
+            Self::Known(sha256, size) => (sha256, size, None),
+            Self::Beside(hashing) => (String::new(), hashing.listed.0, Some(hashing)),
+            Self::InCopy => {
+                let (sha256, size) = local
+                    .digest
+                    .take()
+                    .expect("a copied-out input is hashed as it is copied");
+                (sha256, size, None)
+            }
+        }
+    }
+}
+
+/// Records what the stages did with the input `key`: its adapter, the
+/// adapters that declined it and what the trust boundary changed (as
+/// warnings), and whether it was processed or failed (with why).
+pub(super) fn outcome(
+    w: &mut Work<'_, '_>,
+    key: &str,
+    record: &mut FileRecord,
+    staged: super::stages::Staged<'_>,
+) {
+    let adapter = staged.adapter;
+    let id = &adapter.info.id;
+    record.adapter = Some(AdapterRef {
+        id: id.clone(),
+        version: adapter.info.version.clone(),
+        sha256: adapter.sha256.clone(),
+    });
+    for d in &staged.parsed.declined {
+        let reason = format!(
+            "adapter {} said it is not its format ({}); read with `{id}` instead",
+            d.adapter, d.message
+        );
+        let hint = format!("`--adapter-id {id}` picks that adapter without asking the others");
+        w.summary
+            .warnings
+            .push(problem(key, reason, Some(hint), false));
+    }
+    for line in staged.parsed.adjustments.lines() {
+        let hint = "the adapter breaks a rule of `wit/adapter.wit`: report it to its author";
+        let reason = format!("adapter `{id}`: {line}");
+        w.summary
+            .warnings
+            .push(problem(key, reason, Some(hint.into()), false));
+    }
+    let (reason, hint) = match staged.result {
+        Ok(()) if staged.pairs > 0 => {
+            w.summary.files_processed += 1;
+            return;
+        }
+        Err(reason) => {
+            let hint = match staged.parsed.hint {
+                Some(h) => format!("{h}; chunks already written from it are kept"),
+                None => format!(
+                    "chunks already written from it are kept; fix the file or force an adapter with `--adapter-id`, then run again (adapter `{id}`)"
+                ),
+            };
+            (reason, hint)
+        }
+        Ok(()) => (
+            format!(
+                "adapter `{id}` found no turn pairs in a non-empty file ({} items skipped)",
+                staged.skipped
+            ),
+            "if this is the results file of a batch, keep it in the folder of its requests file and name the two alike (`x_input.jsonl` and `x_output.jsonl`, or `requests` and `results`): they are then read together; otherwise check the file is a complete export".into(),
+        ),
+    };
+    record.status = FileStatus::Failed;
+    record.reason = Some(reason.clone());
+    w.summary
+        .errors
+        .push(problem(key, reason, Some(hint), false));
+}
+
+/// Records the batch results file `c` read with the requests file `key`:
+/// as joined to it, with the same outcome; the chunks are listed on the
+/// requests file's record.
+pub(super) fn record_companion(
+    w: &mut Work<'_, '_>,
+    key: &str,
+    record: &mut FileRecord,
+    c: &crate::inventory::Item,
+    (sha256, size): (String, u64),
+) {
+    record.joined = Some(c.key.clone());
+    if record.status == FileStatus::Processed {
+        w.summary.files_processed += 1;
+    }
+    let c_record = FileRecord {
+        sha256,
+        size,
+        adapter: record.adapter.clone(),
+        processed_at: record.processed_at,
+        status: record.status,
+        reason: record.reason.clone(),
+        chunk_ids: Vec::new(),
+        joined: Some(key.to_string()),
+    };
+    w.manifest.files.insert(c.key.clone(), c_record);
+}

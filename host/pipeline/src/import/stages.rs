@@ -1,0 +1,303 @@
+//! One input through the stages. The adapter parses on a thread of its
+//! own; each conversation is prepared (chunked, given headers, its chunk
+//! files written) on the thread pool as soon as it is parsed; and the
+//! prepared conversations are committed here in input order, each
+//! committed chunk handed to the file's [`ChunkSink`]. Output never depends
+//! on timing, and a bounded channel and [`IN_FLIGHT_PAIRS`] keep memory to
+//! a few conversations.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::{Mutex, PoisonError};
+
+use chatmill_model::Conversation;
+use chatmill_runtime::{Adjustments, Declined, Input, LoadedAdapter};
+use chrono::{DateTime, Utc};
+
+use super::{Services, Summary, Work};
+use crate::inventory::Item;
+use crate::manifest::{FileRecord, Manifest, conversation_key};
+use crate::processor::{Prepared, Processor, Written, chunked_after, chunked_to};
+use crate::sink::{ChunkSink, IndexSink};
+
+/// Pairs being prepared at once, at most (and one conversation, however
+/// long): what bounds the memory of a file's parsed conversations.
+const IN_FLIGHT_PAIRS: usize = 512;
+
+/// What the stages did with one input.
+pub(super) struct Staged<'a> {
+    /// The adapter that read it (the first candidate, when none did).
+    pub adapter: &'a LoadedAdapter,
+    pub result: Result<(), String>,
+    pub parsed: Parsed<'a>,
+    /// Pairs parsed, and the items the adapter skipped.
+    pub pairs: usize,
+    pub skipped: u32,
+}
+
+/// What the parse thread leaves: the adapter that read the input, the ones
+/// that declined it first, what the trust boundary changed, and the hint of
+/// the error that ended the parse.
+#[derive(Default)]
+pub(super) struct Parsed<'a> {
+    pub(super) adapter: Option<&'a LoadedAdapter>,
+    pub(super) declined: Vec<Declined>,
+    pub(super) adjustments: Adjustments,
+    pub(super) hint: Option<String>,
+}
+
+/// Parses `input` with the first of `candidates` that takes it, sending
+/// each conversation (or the error that ends the parse) on `tx`.
+fn parse_into<'a>(
+    svc: &Services<'a>,
+    candidates: &[&'a LoadedAdapter],
+    input: &Input,
+    tx: &SyncSender<Result<Conversation, String>>,
+) -> Parsed<'a> {
+    let (mut stream, declined) = match svc.runtime.parse_first(candidates, input) {
+        Ok(opened) => opened,
+        Err(e) => {
+            let _ = tx.send(Err(e.to_string()));
+            return Parsed {
+                hint: e.hint(),
+                ..Parsed::default()
+            };
+        }
+    };
+    let mut hint = None;
+    loop {
+        match stream.next_conversation() {
+            Ok(Some(conv)) => {
+                if tx.send(Ok(conv)).is_err() {
+                    break; // The processing side gave up.
+                }
+            }
+            Ok(None) => break,
+            Err(e) => {
+                hint = e.hint();
+                let _ = tx.send(Err(e.to_string()));
+                break;
+            }
+        }
+    }
+    Parsed {
+        adapter: Some(stream.adapter()),
+        declined,
+        adjustments: stream.adjustments().clone(),
+        hint,
+    }
+}
+
+/// One input's sink: the chunk ids its manifest record lists, the chunks
+/// whose header waits for the header model, and the index.
+struct FileSink<'s> {
+    chunk_ids: Mutex<Vec<String>>,
+    backfill: Mutex<crate::backfill::Queue>,
+    index: Option<IndexSink<'s>>,
+}
+
+impl ChunkSink for FileSink<'_> {
+    fn prepared(&self, written: &[Written]) {
+        if let Some(index) = &self.index {
+            index.prepared(written);
+        }
+    }
+
+    fn committed(&self, w: Written) {
+        if w.header_pending {
+            let mut queue = self.backfill.lock().unwrap_or_else(PoisonError::into_inner);
+            queue.push(&w.chunk_id, &w.record.meta.path);
+        }
+        let mut ids = self
+            .chunk_ids
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        ids.push(w.chunk_id.clone());
+        drop(ids);
+        if let Some(index) = &self.index {
+            index.committed(w);
+        }
+    }
+}
+
+/// Parses `input` with the first of `candidates` that takes it and writes
+/// its chunks; the chunk ids go on `record`, the index's outcome into the
+/// summary, the chunks waiting for a header model into the backfill queue.
+pub(super) fn chunk_input<'a>(
+    w: &mut Work<'_, 'a>,
+    candidates: &[&'a LoadedAdapter],
+    input: &Input,
+    item: &Item,
+    record: &mut FileRecord,
+) -> Staged<'a> {
+    let svc = w.svc;
+    let mut counts = (0usize, 0u32);
+    let (result, parsed, sink) = std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Conversation, String>>(4);
+        let parser = scope.spawn(move || parse_into(svc, candidates, input, &tx));
+        let sink = FileSink {
+            chunk_ids: Mutex::default(),
+            backfill: Mutex::default(),
+            index: svc.indexer.map(|ix| IndexSink::threaded(scope, ix)),
+        };
+        let file = (item.file_name.as_str(), item.mtime.into());
+        let result = prepare_and_commit(w, rx, &sink, file, &mut counts);
+        let FileSink {
+            chunk_ids,
+            backfill,
+            index,
+        } = sink;
+        if let Some(done) = index.map(IndexSink::finish) {
+            super::merge_indexed(w.summary, w.index_failure, done);
+        }
+        let parsed = parser
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (result, parsed, (chunk_ids, backfill))
+    });
+    let (ids, backfill) = sink;
+    record
+        .chunk_ids
+        .extend(ids.into_inner().unwrap_or_else(PoisonError::into_inner));
+    let backfill = backfill
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner);
+    if !backfill.is_empty() {
+        w.summary.headers_pending += backfill.len() as u32;
+        if let Err(e) = crate::backfill::Queue::load(&w.opts.root).and_then(|mut q| {
+            for e in &backfill.entries {
+                q.push(&e.chunk_id, &e.path);
+            }
+            q.save()
+        }) {
+            tracing::warn!("{e}");
+        }
+    }
+    Staged {
+        adapter: parsed.adapter.unwrap_or(candidates[0]),
+        result,
+        parsed,
+        pairs: counts.0,
+        skipped: counts.1,
+    }
+}
+
+/// A conversation prepared on the pool: its pairs, the items the adapter
+/// skipped in it, and its chunks (written, not yet committed).
+type Done = (usize, u32, Result<Prepared, String>);
+
+/// Prepares each conversation from `parsed` on the thread pool as it comes
+/// and commits them here in input order into `sink`. How far a
+/// conversation is already chunked is worked out as the conversations
+/// before it leave it: a second copy in the same file continues where the
+/// first ends, as it would in the next import. `counts` gets the pairs
+/// parsed and the items skipped.
+fn prepare_and_commit(
+    w: &mut Work<'_, '_>,
+    parsed: Receiver<Result<Conversation, String>>,
+    sink: &(dyn ChunkSink + '_),
+    file: (&str, DateTime<Utc>),
+    counts: &mut (usize, u32),
+) -> Result<(), String> {
+    let p: &Processor<'_> = w.processor;
+    let mut chunked: HashMap<String, u32> = HashMap::new();
+    rayon::in_place_scope(|scope| -> Result<(), String> {
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<(usize, Done)>();
+        let mut waiting: BTreeMap<usize, Done> = BTreeMap::new();
+        let mut parsed = parsed.into_iter();
+        let (mut sent, mut next, mut in_flight, mut parsed_all) = (0, 0, 0, false);
+        loop {
+            while !parsed_all && in_flight < IN_FLIGHT_PAIRS {
+                let Some(conv) = parsed.next() else {
+                    parsed_all = true;
+                    break;
+                };
+                let conv = conv?;
+                let seen = seen_before(&mut chunked, w.manifest, &conv);
+                in_flight += conv.pairs.len().max(1);
+                let tx = done_tx.clone();
+                let seq = sent;
+                scope.spawn(move |_| {
+                    // The receiver is gone only when this file failed.
+                    let _ = tx.send((seq, prepare(p, sink, &conv, file, seen)));
+                });
+                sent += 1;
+            }
+            if parsed_all && next == sent {
+                return Ok(());
+            }
+            let (seq, done) = done_rx
+                .recv()
+                .expect("every conversation sent on is answered");
+            waiting.insert(seq, done);
+            while let Some((n, skipped, prepared)) = waiting.remove(&next) {
+                next += 1;
+                in_flight -= n.max(1);
+                counts.0 += n;
+                counts.1 = counts.1.saturating_add(skipped);
+                commit(p, w.manifest, w.summary, sink, prepared?);
+            }
+        }
+    })
+}
+
+/// The last pair of `conv` already chunked: by the conversations before it
+/// in this file, else by earlier runs; records how far it will be chunked.
+fn seen_before(
+    chunked: &mut HashMap<String, u32>,
+    manifest: &Manifest,
+    conv: &Conversation,
+) -> u32 {
+    let key = conversation_key(&conv.platform, &conv.id);
+    let seen = chunked
+        .get(&key)
+        .copied()
+        .unwrap_or_else(|| chunked_to(manifest, conv));
+    chunked.insert(key, chunked_after(conv, seen));
+    seen
+}
+
+/// One conversation prepared on a worker thread; whatever happens in it,
+/// it answers (the commit loop waits for every conversation).
+fn prepare(
+    p: &Processor<'_>,
+    sink: &(dyn ChunkSink + '_),
+    conv: &Conversation,
+    (file_name, mtime): (&str, DateTime<Utc>),
+    seen: u32,
+) -> Done {
+    let prepared = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let prepared = p.prepare(conv, file_name, mtime, seen, None)?;
+        sink.prepared(prepared.written());
+        Ok::<_, crate::processor::ProcessError>(prepared)
+    }));
+    let prepared = match prepared {
+        Ok(done) => done.map_err(|e| e.to_string()),
+        Err(_) => Err(format!(
+            "chunking conversation `{}` failed unexpectedly (a bug in chatmill: please report it)",
+            conv.id
+        )),
+    };
+    let skipped = conv
+        .skipped
+        .values()
+        .fold(0u32, |n, &m| n.saturating_add(m));
+    (conv.pairs.len(), skipped, prepared)
+}
+
+/// Records `prepared` in the manifest and hands its chunks to `sink`.
+fn commit(
+    p: &Processor<'_>,
+    manifest: &mut Manifest,
+    summary: &mut Summary,
+    sink: &(dyn ChunkSink + '_),
+    prepared: Prepared,
+) {
+    let out = p.commit(prepared, manifest);
+    summary.chunks_written += out.written.len() as u32;
+    summary.duplicates_skipped += out.duplicates;
+    summary.mechanical_excluded += out.excluded;
+    for w in out.written {
+        sink.committed(w);
+    }
+}

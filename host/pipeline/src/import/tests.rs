@@ -1,0 +1,147 @@
+//! The import driver against a real root.
+
+use super::record::Hashing;
+use super::*;
+use crate::header::ExtractiveWriter;
+use chatmill_runtime::{AdapterSet, Limits, Runtime};
+
+/// An import of `inputs` into `root`, with the defaults.
+fn options(root: &std::path::Path, inputs: Vec<PathBuf>) -> ImportOptions {
+    ImportOptions {
+        root: root.to_path_buf(),
+        inputs,
+        format: None,
+        processor: ProcessorConfig {
+            naming: Default::default(),
+            out_dir: root.to_path_buf(),
+            agent_id: "external".into(),
+            render: Default::default(),
+            chunker: Default::default(),
+        },
+    }
+}
+
+#[test]
+fn chunks_another_writer_records_during_an_import_are_indexed_by_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
+    let rt = Runtime::new(Limits::default(), Some(&dir.path().join("cache"))).unwrap();
+    let builtins: Vec<chatmill_runtime::Builtin> = chatmill_builtin::ADAPTERS
+        .iter()
+        .map(|(name, wasm)| chatmill_runtime::Builtin { name, wasm })
+        .collect();
+    let adapters = AdapterSet::load(&rt, &builtins, None, &[]).unwrap();
+    let store = chatmill_index::SqliteStore::open(&root.join(".chatmill/index.sqlite3")).unwrap();
+    let index = chatmill_index::Index::new(
+        std::sync::Arc::new(store),
+        std::sync::Arc::new(chatmill_index::Lexical::default()),
+    );
+    let svc = Services {
+        runtime: &rt,
+        adapters: &adapters,
+        header: &ExtractiveWriter,
+        indexer: Some(&index),
+    };
+    let opts = options(
+        &root,
+        vec![
+            corpus.join("chatgpt/librechat-chatgpt-tree.json"),
+            corpus.join("markdown/aider-chat-history-aider-repo-fixture-first-sessions.md"),
+        ],
+    );
+    // Between the two inputs, another writer records a chunk it wrote
+    // but did not index (as an inline server whose index was down).
+    let other = "local-other-001-2024-05-01";
+    let mut progress = |p: Progress<'_>| {
+        let Progress::File { index: 1, .. } = p else {
+            return;
+        };
+        let path = root.join(MANIFEST_FILE);
+        let mut m = Manifest::load(&path).unwrap();
+        let first = m.chunk_ids().into_iter().next().unwrap().to_string();
+        let text = std::fs::read_to_string(root.join(format!("{first}.md"))).unwrap();
+        std::fs::write(
+            root.join(format!("{other}.md")),
+            text.replace(&format!("chunk_id: {first}"), &format!("chunk_id: {other}")),
+        )
+        .unwrap();
+        m.conversations.insert(
+            "local:other".into(),
+            crate::manifest::ConversationRecord {
+                last_pair: 1,
+                chunk_ids: vec![other.into()],
+            },
+        );
+        m.save(&path).unwrap();
+    };
+    let s = run(&svc, &opts, &mut progress).unwrap();
+    assert!(s.errors.is_empty(), "{s:?}");
+    let ids = Indexer::ids(&index).unwrap();
+    assert!(ids.contains(other), "the other writer's chunk is indexed");
+    assert_eq!(ids.len() as u32, s.chunks_total, "{s:?}");
+}
+
+#[test]
+fn a_file_that_changes_while_it_is_hashed_is_recorded_without_a_hash() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.jsonl");
+    std::fs::write(&path, "{\"a\":1}\n").unwrap();
+    let items = inventory::collect(std::slice::from_ref(&path)).unwrap().0;
+    let item = &items[0];
+    let listed = |p: &std::path::Path| {
+        let m = std::fs::metadata(p).unwrap();
+        (m.len(), m.modified().ok())
+    };
+    std::thread::scope(|s| {
+        let same = Hashing {
+            handle: s.spawn(|| item.hash()),
+            path: &path,
+            listed: listed(&path),
+        };
+        let (sha, size) = same.finish().unwrap();
+        assert_eq!(
+            (sha, size),
+            item.hash().unwrap(),
+            "an unchanged file keeps its hash"
+        );
+
+        let growing = Hashing {
+            handle: s.spawn(|| item.hash()),
+            path: &path,
+            listed: listed(&path),
+        };
+        // Written to (another line) while it is read.
+        std::fs::write(&path, "{\"a\":1}\n{\"b\":2}\n").unwrap();
+        let (sha, _) = growing.finish().unwrap();
+        assert!(sha.is_empty(), "read again by the next import");
+    });
+}
+
+#[test]
+fn temp_files_are_swept_only_while_holding_the_root_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    fs_err::create_dir_all(&root).unwrap();
+    // Another writer's temp file, mid-write under the root lock.
+    let tmp = root.join(".chatmill-tmp-inflight");
+    fs_err::write(&tmp, b"half a manifest").unwrap();
+    let held = RootLock::acquire(&root, Duration::from_secs(5)).unwrap();
+    let rt = Runtime::new(Limits::default(), None).unwrap();
+    let adapters = AdapterSet::load(&rt, &[], None, &[]).unwrap();
+    let svc = Services {
+        runtime: &rt,
+        adapters: &adapters,
+        header: &ExtractiveWriter,
+        indexer: None,
+    };
+    let opts = options(&root, Vec::new());
+    std::thread::scope(|s| {
+        let import = s.spawn(|| run(&svc, &opts, &mut |_| {}));
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(tmp.exists(), "swept while another writer held the root");
+        drop(held);
+        import.join().unwrap().unwrap();
+    });
+    assert!(!tmp.exists(), "a temp file nobody writes is swept");
+}

@@ -1,0 +1,205 @@
+//! Where chunks go once their files are written and committed in input
+//! order. Batch import and inline mode both hand their chunks to a
+//! [`ChunkSink`]; the pipeline's own types carry no index concerns.
+//!
+//! [`IndexSink`] is the index as a sink: committed chunks are indexed in
+//! batches of [`INDEX_BATCH`], on a thread of their own when started in a
+//! scope (the store's inserts, or the embedding model, then overlap the
+//! chunking of the conversations that follow). With an instant embedder
+//! (the lexical stand-in) the vectors are made on the worker threads that
+//! wrote the chunks, so that the index thread only writes.
+
+use std::collections::HashMap;
+use std::sync::mpsc::SyncSender;
+use std::sync::{Mutex, PoisonError};
+use std::thread::{Scope, ScopedJoinHandle};
+
+use chatmill_index::{ChunkRecord, IndexError, Indexer};
+
+use crate::processor::Written;
+
+/// Chunks handed to the index at once.
+pub const INDEX_BATCH: usize = 256;
+
+/// Receives the chunks a run writes.
+pub trait ChunkSink: Sync {
+    /// On the worker thread that wrote one conversation's chunks, before
+    /// they are committed: work that can run beside the other workers.
+    fn prepared(&self, _written: &[Written]) {}
+
+    /// One chunk, committed, in input order.
+    fn committed(&self, written: Written);
+}
+
+/// What the index took: the chunks indexed, and how many it left out with
+/// the last error.
+#[derive(Debug, Default)]
+pub struct Indexed {
+    pub chunks: u32,
+    pub failure: Option<(u32, IndexError)>,
+}
+
+impl Indexed {
+    fn add(&mut self, indexer: &dyn Indexer, batch: &Batch) {
+        let done = if batch.vectors.len() == batch.records.len() {
+            indexer.index_with(&batch.records, &batch.vectors)
+        } else {
+            indexer.index(&batch.records)
+        };
+        match done {
+            Ok(()) => self.chunks += batch.records.len() as u32,
+            Err(e) => self.left_out(batch.records.len() as u32, e),
+        }
+    }
+
+    /// `n` more chunks not indexed, for `e`.
+    pub fn left_out(&mut self, n: u32, e: IndexError) {
+        let before = self.failure.as_ref().map_or(0, |f| f.0);
+        self.failure = Some((before + n, e));
+    }
+
+    /// Adds `other`'s counts; its error, when it has one, is the last.
+    pub fn merge(&mut self, other: Indexed) {
+        self.chunks += other.chunks;
+        if let Some((n, e)) = other.failure {
+            self.left_out(n, e);
+        }
+    }
+}
+
+/// Chunks on their way to the index, with the vectors made beside their
+/// chunking when every one of them has one.
+#[derive(Default)]
+struct Batch {
+    records: Vec<ChunkRecord>,
+    vectors: Vec<Vec<f32>>,
+}
+
+impl Batch {
+    fn push(&mut self, record: ChunkRecord, vector: Option<Vec<f32>>) {
+        match vector {
+            Some(v) if self.vectors.len() == self.records.len() => self.vectors.push(v),
+            // One without: the index embeds them all.
+            _ => self.vectors.clear(),
+        }
+        self.records.push(record);
+    }
+}
+
+/// The index as a [`ChunkSink`].
+pub struct IndexSink<'s> {
+    indexer: &'s dyn Indexer,
+    /// Vectors made on the worker threads, by chunk id, until committed.
+    vectors: Mutex<HashMap<String, Vec<f32>>>,
+    pending: Mutex<Batch>,
+    /// The index thread and its queue, when there is one.
+    thread: Option<(SyncSender<Batch>, ScopedJoinHandle<'s, Indexed>)>,
+    /// What full batches indexed on the committing thread did (no thread).
+    here: Mutex<Indexed>,
+}
+
+impl<'s> IndexSink<'s> {
+    /// A sink that indexes on the thread that finishes it.
+    pub fn new(indexer: &'s dyn Indexer) -> Self {
+        Self {
+            indexer,
+            vectors: Mutex::new(HashMap::new()),
+            pending: Mutex::new(Batch::default()),
+            thread: None,
+            here: Mutex::new(Indexed::default()),
+        }
+    }
+
+    /// A sink that indexes full batches on a thread of `scope`, one at a
+    /// time and in order.
+    pub fn threaded<'e>(scope: &'s Scope<'s, 'e>, indexer: &'s dyn Indexer) -> Self {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(2);
+        let handle = scope.spawn(move || {
+            let mut done = Indexed::default();
+            for batch in rx {
+                done.add(indexer, &batch);
+            }
+            done
+        });
+        Self {
+            thread: Some((tx, handle)),
+            ..Self::new(indexer)
+        }
+    }
+
+    /// Indexes what is left and waits for the index thread: what the
+    /// index took.
+    pub fn finish(self) -> Indexed {
+        let mut done = match self.thread {
+            Some((tx, handle)) => {
+                drop(tx);
+                handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            }
+            None => Indexed::default(),
+        };
+        done.merge(
+            self.here
+                .into_inner()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        let last = self
+            .pending
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner);
+        if !last.records.is_empty() {
+            done.add(self.indexer, &last);
+        }
+        done
+    }
+}
+
+impl ChunkSink for IndexSink<'_> {
+    fn prepared(&self, written: &[Written]) {
+        if written.is_empty() {
+            return;
+        }
+        let texts: Vec<&str> = written
+            .iter()
+            .map(|w| w.record.embed_text.as_str())
+            .collect();
+        let Some(vectors) = self
+            .indexer
+            .embed_here(&texts)
+            .filter(|v| v.len() == written.len())
+        else {
+            return;
+        };
+        let mut map = self.vectors.lock().unwrap_or_else(PoisonError::into_inner);
+        for (w, v) in written.iter().zip(vectors) {
+            map.insert(w.chunk_id.clone(), v);
+        }
+    }
+
+    fn committed(&self, written: Written) {
+        let vector = self
+            .vectors
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&written.chunk_id);
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        pending.push(written.record, vector);
+        if pending.records.len() < INDEX_BATCH {
+            return;
+        }
+        let full = std::mem::take(&mut *pending);
+        match &self.thread {
+            // The thread ends only when the sender is dropped (in
+            // `finish`), so the send cannot fail.
+            Some((tx, _)) => {
+                let _ = tx.send(full);
+            }
+            None => {
+                drop(pending);
+                let mut here = self.here.lock().unwrap_or_else(PoisonError::into_inner);
+                here.add(self.indexer, &full);
+            }
+        }
+    }
+}
