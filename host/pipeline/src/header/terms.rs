@@ -347,6 +347,14 @@ mod tests {
     }
 
     #[test]
+    fn topics_hold_no_control_characters() {
+        let t = topics(None, "\u{1b}[2J\u{1b}]0;pwned\u{7}", "");
+        assert_eq!(t, ["2J pwned"]);
+        let common = common_terms(&["summarize\u{1b}report\u{7}"; 3]);
+        assert_eq!(common, ["report", "summarize"]);
+    }
+
+    #[test]
     fn acronyms_are_no_foreign_stopwords() {
         for acronym in ["MIT", "EU", "DoS", "NAS", "DES", "HA"] {
             assert!(keys(acronym)[0].is_some(), "{acronym}");

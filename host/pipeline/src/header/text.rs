@@ -109,11 +109,20 @@ pub(super) fn upper_after_first(t: &str) -> bool {
     }
 }
 
-/// ASCII separators (whitespace and punctuation that never sits inside a
-/// word or an identifier), as a table: this runs on every character.
+/// ASCII separators (whitespace, control characters and punctuation that
+/// never sits inside a word or an identifier), as a table: this runs on
+/// every character.
 const ASCII_SEPARATORS: [bool; 128] = {
     let mut table = [false; 128];
-    let seps = b" \t\n\r\x0b\x0c,;:!?()[]{}\"'`<>|*=";
+    // C0 controls (whitespace among them) and DEL: a chat's text can hold
+    // terminal escapes, which are in no word.
+    let mut c = 0;
+    while c < 0x20 {
+        table[c] = true;
+        c += 1;
+    }
+    table[0x7f] = true;
+    let seps = b" ,;:!?()[]{}\"'`<>|*=";
     let mut i = 0;
     while i < seps.len() {
         table[seps[i] as usize] = true;
@@ -128,8 +137,10 @@ pub(super) fn is_separator(c: char) -> bool {
     } else {
         // Typographic quotes and apostrophes split as their ASCII forms do
         // ("they’re" is "they" and a contraction's tail, both stopwords), and
-        // Spanish opening marks as `?` and `!` do ("¿cómo" is "cómo").
+        // Spanish opening marks as `?` and `!` do ("¿cómo" is "cómo"); C1
+        // controls as C0 controls do.
         c.is_whitespace()
+            || c.is_control()
             || matches!(
                 c,
                 '\u{2018}' | '\u{2019}' | '\u{201C}' | '\u{201D}' | '\u{BF}' | '\u{A1}'
@@ -439,6 +450,7 @@ pub(super) mod tests {
     fn the_separator_table_is_the_separator_set() {
         let listed = |c: char| {
             c.is_whitespace()
+                || c.is_control()
                 || matches!(
                     c,
                     ',' | ';'
@@ -502,6 +514,17 @@ pub(super) mod tests {
         assert!(is_stopword("mit", false));
         assert!(!is_stopword("mit", true));
         assert!(is_stopword("the", true));
+    }
+
+    #[test]
+    fn control_characters_separate_words() {
+        // A chat's text can hold terminal escapes (ESC, BEL, a C1 CSI, DEL,
+        // NUL): they split words as whitespace does and are in none.
+        let text = "clear\u{1b}[2J\u{1b}]0;pwned\u{7}bell\u{9b}31mred\u{7f}del\u{0}nul";
+        assert_eq!(
+            tokens(text).collect::<Vec<_>>(),
+            ["clear", "2J", "pwned", "bell", "31mred", "del", "nul"]
+        );
     }
 
     #[test]
