@@ -11,13 +11,10 @@ use chatmill_index::{
 };
 use serde::Deserialize;
 
+use chatmill_pipeline::root::Root;
+
 use crate::command_error::CliError;
 use crate::render;
-
-/// Where the embedded index lives under the root.
-pub const INDEX_FILE: &str = ".chatmill/index.sqlite3";
-/// The embedding cache (model id + text hash → vector) under the root.
-pub const EMBED_CACHE_FILE: &str = ".chatmill/embeddings.sqlite3";
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -142,7 +139,7 @@ pub fn embedder(root: &Path, cfg: &EmbeddingConfig) -> Result<Arc<dyn Embedder>,
     if !cfg.cache {
         return Ok(Arc::from(real));
     }
-    let cached = Cached::open(real, &root.join(EMBED_CACHE_FILE))?;
+    let cached = Cached::open(real, &Root::new(root).embedding_cache())?;
     Ok(Arc::new(cached))
 }
 
@@ -180,7 +177,7 @@ fn local(_cfg: &EmbeddingConfig) -> Result<Box<dyn Embedder>, IndexError> {
 /// The configured store (or the one `--to` names).
 pub fn store(root: &Path, cfg: &IndexConfig, backend: Backend) -> Result<Arc<dyn Store>, CliError> {
     match backend {
-        Backend::Sqlite => Ok(Arc::new(SqliteStore::open(&root.join(INDEX_FILE))?)),
+        Backend::Sqlite => Ok(Arc::new(SqliteStore::open(&Root::new(root).index())?)),
         Backend::Chroma => {
             let Some(c) = cfg.chroma.clone() else {
                 return Err(CliError::usage(anyhow::anyhow!(

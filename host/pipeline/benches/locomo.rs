@@ -24,13 +24,13 @@
 )]
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
 use chatmill_index::{
-    Cached, ChunkRecord, Embedder, Filter, Index, Indexer, Lexical, MiniLm, Mode, SearchRequest,
-    SqliteStore, minilm,
+    Cached, ChunkRecord, Embedder, Filter, Hit, Index, Indexer, Lexical, MiniLm, Mode,
+    SearchRequest, SqliteStore, minilm,
 };
 use chatmill_model::{Conversation, Pair, Part};
 use chatmill_pipeline::header::ExtractiveWriter;
@@ -167,19 +167,27 @@ struct Variant {
     index: Arc<Index>,
 }
 
+/// What the import leaves for the searches: the records, and which dialog
+/// turns and which sample each chunk holds.
+struct Imported {
+    records: Vec<ChunkRecord>,
+    /// chunk id → the dialog ids it holds.
+    holds: HashMap<String, Vec<String>>,
+    /// chunk id → the sample (conversation pair) it belongs to.
+    owner: HashMap<String, String>,
+    questions: Vec<Question>,
+}
+
+/// What a variant's index embeds of each chunk.
+#[derive(Clone, Copy)]
+enum Text {
+    HeaderPrompt,
+    Full,
+    PromptOnly,
+}
+
 fn main() {
-    let path = std::env::var_os("CHATMILL_LOCOMO").map_or_else(
-        || {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("../../../shared/corpus/locomo/locomo10.json")
-        },
-        PathBuf::from,
-    );
-    let data: Value =
-        serde_json::from_slice(&std::fs::read(&path).unwrap_or_else(|e| {
-            panic!("cannot read {}: {e} (set CHATMILL_LOCOMO)", path.display())
-        }))
-        .expect("locomo10.json is JSON");
+    let data = load();
     let Some(model_dir) = minilm::resolve(None) else {
         eprintln!("error: no embedding model found\nhint: run scripts/setup-model.sh");
         std::process::exit(1);
@@ -191,142 +199,188 @@ fn main() {
         Cached::open(model, &target.join("locomo-embeddings.sqlite3")).expect("cache opens"),
     );
     let work = tempfile::tempdir().expect("tempdir");
-
-    // Import: chunk + header every session through the pipeline.
-    let header = ExtractiveWriter;
-    let mut records: Vec<ChunkRecord> = Vec::new();
-    // chunk id → the dialog ids it holds.
-    let mut holds: HashMap<String, Vec<String>> = HashMap::new();
-    // chunk id → the sample (conversation pair) it belongs to.
-    let mut owner: HashMap<String, String> = HashMap::new();
-    let mut questions = Vec::new();
-    for sample in data.as_array().expect("a list of samples") {
-        let sid = sample["sample_id"].as_str().unwrap_or("conv").to_string();
-        let cfg = ProcessorConfig {
-            naming: Naming::ChunkId,
-            out_dir: work.path().join(&sid),
-            agent_id: sid.clone(),
-            render: Default::default(),
-            chunker: Default::default(),
-        };
-        std::fs::create_dir_all(&cfg.out_dir).expect("out dir");
-        let mut manifest = Manifest::new();
-        let mut processor = Processor::new(cfg, &header, &manifest);
-        let mut last: Option<i64> = None;
-        for (conv, dia) in conversations(sample) {
-            last = last.max(conv.created.map(|t| t.timestamp()));
-            let outcome = processor
-                .process(&conv, "locomo10.json", Utc::now(), &mut manifest)
-                .expect("the pipeline takes every session");
-            for w in outcome.written {
-                let (a, b) = pair_range(&w.record.meta.turn_range);
-                let ids = (a..=b)
-                    .flat_map(|i| dia.get(&i).cloned().unwrap_or_default())
-                    .collect();
-                holds.insert(w.chunk_id.clone(), ids);
-                owner.insert(w.chunk_id.clone(), sid.clone());
-                records.push(w.record);
-            }
-        }
-        for q in sample["qa"].as_array().into_iter().flatten() {
-            let category = q["category"].as_u64().unwrap_or(0);
-            let evidence = evidence_ids(&q["evidence"]);
-            if !(1..=4).contains(&category) || evidence.is_empty() {
-                continue;
-            }
-            questions.push(Question {
-                sample: sid.clone(),
-                asked: last.map(|t| t - t.rem_euclid(86_400) + 86_399),
-                text: q["question"].as_str().unwrap_or_default().to_string(),
-                evidence,
-                category,
-            });
-        }
-    }
-    let turns: usize = holds.values().map(Vec::len).sum();
+    let imported = import(&data, work.path());
+    let turns: usize = imported.holds.values().map(Vec::len).sum();
     println!(
         "LoCoMo: {} chunks holding {turns} dialog turns, {} questions (categories 1-4), imported in {:.1} s",
-        records.len(),
-        questions.len(),
+        imported.records.len(),
+        imported.questions.len(),
         t0.elapsed().as_secs_f64()
     );
+    let variants = variants(work.path(), &imported.records, &embedder);
+    let by_category = measure(&variants, &imported);
+    print_categories(&by_category);
+}
 
-    #[derive(Clone, Copy)]
-    enum Text {
-        HeaderPrompt,
-        Full,
-        PromptOnly,
-    }
-    let build = |name: &str, embedder: Arc<dyn Embedder>, text: Text| -> Arc<Index> {
-        let t = Instant::now();
-        let store = SqliteStore::open(&work.path().join(format!("{name}.sqlite3"))).expect("store");
-        let index = Index::new(Arc::new(store), embedder);
-        let recs: Vec<ChunkRecord> = records
-            .iter()
-            .map(|r| {
-                let mut r = r.clone();
-                match text {
-                    Text::HeaderPrompt => {}
-                    Text::Full => r.embed_text = r.document.clone(),
-                    // What follows the header in the embedding text.
-                    Text::PromptOnly => {
-                        r.embed_text = r
-                            .embed_text
-                            .split_once("\n\n")
-                            .map_or(String::new(), |(_, p)| p.to_string());
-                    }
-                }
-                r
-            })
-            .collect();
-        for batch in recs.chunks(256) {
-            index.index(batch).expect("index");
-        }
-        println!("  index `{name}`: {:.1} s", t.elapsed().as_secs_f64());
-        Arc::new(index)
+/// The LoCoMo file (`CHATMILL_LOCOMO`, else the shared corpus), parsed.
+fn load() -> Value {
+    let path = std::env::var_os("CHATMILL_LOCOMO").map_or_else(
+        || {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../../shared/corpus/locomo/locomo10.json")
+        },
+        PathBuf::from,
+    );
+    serde_json::from_slice(
+        &std::fs::read(&path).unwrap_or_else(|e| {
+            panic!("cannot read {}: {e} (set CHATMILL_LOCOMO)", path.display())
+        }),
+    )
+    .expect("locomo10.json is JSON")
+}
+
+/// Import: chunk + header every session through the pipeline, each sample
+/// as its own agent under `work`; and the questions to ask.
+fn import(data: &Value, work: &Path) -> Imported {
+    let mut imported = Imported {
+        records: Vec::new(),
+        holds: HashMap::new(),
+        owner: HashMap::new(),
+        questions: Vec::new(),
     };
-    let main = build("header+prompt", embedder.clone(), Text::HeaderPrompt);
-    let full = build("full-text", embedder.clone(), Text::Full);
-    let prompt = build("prompt-only", embedder.clone(), Text::PromptOnly);
-    let lexical = build("lexical", Arc::new(Lexical::default()), Text::HeaderPrompt);
-    let variants = [
-        Variant {
-            name: "hybrid (default)",
-            mode: Mode::Hybrid,
-            index: main.clone(),
-        },
-        Variant {
-            name: "dense (header + prompt)",
-            mode: Mode::Semantic,
-            index: main.clone(),
-        },
-        Variant {
-            name: "BM25",
-            mode: Mode::Keyword,
-            index: main.clone(),
-        },
-        Variant {
-            name: "dense (full text)",
-            mode: Mode::Semantic,
-            index: full.clone(),
-        },
-        Variant {
-            name: "hybrid (full text)",
-            mode: Mode::Hybrid,
-            index: full,
-        },
-        Variant {
-            name: "dense (user prompt, no header)",
-            mode: Mode::Semantic,
-            index: prompt,
-        },
-        Variant {
-            name: "hybrid, lexical stand-in",
-            mode: Mode::Hybrid,
-            index: lexical,
-        },
-    ];
+    for sample in data.as_array().expect("a list of samples") {
+        let sid = sample["sample_id"].as_str().unwrap_or("conv").to_string();
+        let last = import_sample(sample, &sid, work, &mut imported);
+        imported.questions.extend(questions(sample, &sid, last));
+    }
+    imported
+}
 
+/// One sample's sessions through the pipeline into `imported`: the time
+/// of its last session.
+fn import_sample(sample: &Value, sid: &str, work: &Path, imported: &mut Imported) -> Option<i64> {
+    let header = ExtractiveWriter;
+    let cfg = ProcessorConfig {
+        naming: Naming::ChunkId,
+        out_dir: work.join(sid),
+        agent_id: sid.to_string(),
+        render: Default::default(),
+        chunker: Default::default(),
+    };
+    std::fs::create_dir_all(&cfg.out_dir).expect("out dir");
+    let mut manifest = Manifest::new();
+    let mut processor = Processor::new(cfg, &header, &manifest);
+    let mut last: Option<i64> = None;
+    for (conv, dia) in conversations(sample) {
+        last = last.max(conv.created.map(|t| t.timestamp()));
+        let outcome = processor
+            .process(&conv, "locomo10.json", Utc::now(), &mut manifest)
+            .expect("the pipeline takes every session");
+        for w in outcome.written {
+            let (a, b) = pair_range(&w.record.meta.turn_range);
+            let ids = (a..=b)
+                .flat_map(|i| dia.get(&i).cloned().unwrap_or_default())
+                .collect();
+            imported.holds.insert(w.chunk_id.clone(), ids);
+            imported.owner.insert(w.chunk_id.clone(), sid.to_string());
+            imported.records.push(w.record);
+        }
+    }
+    last
+}
+
+/// A sample's questions of categories 1–4 that name their evidence, asked
+/// at the end of the day of its last session (`last`).
+fn questions(sample: &Value, sid: &str, last: Option<i64>) -> Vec<Question> {
+    let mut out = Vec::new();
+    for q in sample["qa"].as_array().into_iter().flatten() {
+        let category = q["category"].as_u64().unwrap_or(0);
+        let evidence = evidence_ids(&q["evidence"]);
+        if !(1..=4).contains(&category) || evidence.is_empty() {
+            continue;
+        }
+        out.push(Question {
+            sample: sid.to_string(),
+            asked: last.map(|t| t - t.rem_euclid(86_400) + 86_399),
+            text: q["question"].as_str().unwrap_or_default().to_string(),
+            evidence,
+            category,
+        });
+    }
+    out
+}
+
+/// An index named `name` under `work` of `records`, embedding `text` of
+/// each with `embedder`.
+fn build(
+    work: &Path,
+    records: &[ChunkRecord],
+    name: &str,
+    embedder: Arc<dyn Embedder>,
+    text: Text,
+) -> Arc<Index> {
+    let t = Instant::now();
+    let store = SqliteStore::open(&work.join(format!("{name}.sqlite3"))).expect("store");
+    let index = Index::new(Arc::new(store), embedder);
+    let recs: Vec<ChunkRecord> = records
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            match text {
+                Text::HeaderPrompt => {}
+                Text::Full => r.embed_text = r.document.clone(),
+                // What follows the header in the embedding text.
+                Text::PromptOnly => {
+                    r.embed_text = r
+                        .embed_text
+                        .split_once("\n\n")
+                        .map_or(String::new(), |(_, p)| p.to_string());
+                }
+            }
+            r
+        })
+        .collect();
+    for batch in recs.chunks(256) {
+        index.index(batch).expect("index");
+    }
+    println!("  index `{name}`: {:.1} s", t.elapsed().as_secs_f64());
+    Arc::new(index)
+}
+
+/// The four indexes, and the search modes measured on each.
+fn variants(work: &Path, records: &[ChunkRecord], embedder: &Arc<dyn Embedder>) -> [Variant; 7] {
+    let main = build(
+        work,
+        records,
+        "header+prompt",
+        embedder.clone(),
+        Text::HeaderPrompt,
+    );
+    let full = build(work, records, "full-text", embedder.clone(), Text::Full);
+    let prompt = build(
+        work,
+        records,
+        "prompt-only",
+        embedder.clone(),
+        Text::PromptOnly,
+    );
+    let lexical = build(
+        work,
+        records,
+        "lexical",
+        Arc::new(Lexical::default()),
+        Text::HeaderPrompt,
+    );
+    let variant = |name, mode, index: &Arc<Index>| Variant {
+        name,
+        mode,
+        index: index.clone(),
+    };
+    [
+        variant("hybrid (default)", Mode::Hybrid, &main),
+        variant("dense (header + prompt)", Mode::Semantic, &main),
+        variant("BM25", Mode::Keyword, &main),
+        variant("dense (full text)", Mode::Semantic, &full),
+        variant("hybrid (full text)", Mode::Hybrid, &full),
+        variant("dense (user prompt, no header)", Mode::Semantic, &prompt),
+        variant("hybrid, lexical stand-in", Mode::Hybrid, &lexical),
+    ]
+}
+
+/// Asks every question of every variant (`CHATMILL_LOCOMO_ONLY=text`: only
+/// those whose name has it) and prints a table of recall at each of
+/// [`KS`]: hybrid (default)'s R@5 per category (sum, count).
+fn measure(variants: &[Variant], imported: &Imported) -> BTreeMap<u64, [f64; 4]> {
     println!();
     println!("| variant | R@1 | R@5 | R@10 | ms/query |");
     println!("|---|---|---|---|---|");
@@ -336,78 +390,19 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
-    let embed_text: HashMap<&str, &str> = records
-        .iter()
-        .map(|r| (r.chunk_id.as_str(), r.embed_text.as_str()))
-        .collect();
-    // CHATMILL_LOCOMO_ONLY=text runs only the variants whose name has it.
     let only = std::env::var("CHATMILL_LOCOMO_ONLY").unwrap_or_default();
+    let questions = &imported.questions;
     for v in variants.iter().filter(|v| v.name.contains(only.as_str())) {
         let t = Instant::now();
         let mut sums = [0.0f64; 3];
-        for q in &questions {
-            let mut req = SearchRequest::new(&q.text);
-            req.mode = v.mode;
-            req.k = 10;
-            if let Some(w) = std::env::var("CHATMILL_LOCOMO_KW")
-                .ok()
-                .and_then(|w| w.parse().ok())
-            {
-                req.keyword_weight = w;
-            }
-            req.filter = Filter {
-                agent_id: Some(q.sample.clone()),
-                ..Filter::default()
-            };
-            // Relative time phrases ("last year", "in June") count back
-            // from the end of the conversation, when the question is asked.
-            req.now = q.asked;
-            req.time_hints = std::env::var_os("CHATMILL_LOCOMO_NO_TIME").is_none();
-            let hits = v.index.search(&req).expect("search").hits;
+        for q in questions {
+            let hits = v.index.search(&request(v, q)).expect("search").hits;
             for (slot, &k) in sums.iter_mut().zip(&KS) {
-                let found: std::collections::HashSet<&str> = hits
-                    .iter()
-                    .take(k)
-                    .flat_map(|h| holds.get(&h.chunk_id).into_iter().flatten())
-                    .map(String::as_str)
-                    .collect();
-                let hit = q
-                    .evidence
-                    .iter()
-                    .filter(|e| found.contains(e.as_str()))
-                    .count();
-                let r = hit as f64 / q.evidence.len() as f64;
+                let r = recall(&hits, q, k, &imported.holds);
                 *slot += r;
                 if v.name == "hybrid (default)" && k == 5 && r < 1.0 && show > 0 {
                     show -= 1;
-                    println!(
-                        "\nMISS [{}] {} evidence {:?}",
-                        q.category, q.text, q.evidence
-                    );
-                    for h in hits.iter().take(3) {
-                        println!(
-                            "  got {:?}: {}",
-                            holds.get(&h.chunk_id),
-                            embed_text
-                                .get(h.chunk_id.as_str())
-                                .unwrap_or(&"")
-                                .replace('\n', " / ")
-                        );
-                    }
-                    for (id, ids) in &holds {
-                        // Dialog ids repeat across samples: only this one's.
-                        if owner.get(id) == Some(&q.sample)
-                            && ids.iter().any(|d| q.evidence.contains(d))
-                        {
-                            println!(
-                                "  WANT {ids:?}: {}",
-                                embed_text
-                                    .get(id.as_str())
-                                    .unwrap_or(&"")
-                                    .replace('\n', " / ")
-                            );
-                        }
-                    }
+                    print_miss(q, &hits, imported);
                 }
                 if v.name == "hybrid (default)" && k == 5 {
                     let c = by_category.entry(q.category).or_default();
@@ -426,9 +421,83 @@ fn main() {
             t.elapsed().as_secs_f64() * 1000.0 / n
         );
     }
+    by_category
+}
+
+/// The search for question `q` in variant `v`: its top 10, within its
+/// sample.
+fn request(v: &Variant, q: &Question) -> SearchRequest {
+    let mut req = SearchRequest::new(&q.text);
+    req.mode = v.mode;
+    req.k = 10;
+    if let Some(w) = std::env::var("CHATMILL_LOCOMO_KW")
+        .ok()
+        .and_then(|w| w.parse().ok())
+    {
+        req.keyword_weight = w;
+    }
+    req.filter = Filter {
+        agent_id: Some(q.sample.clone()),
+        ..Filter::default()
+    };
+    // Relative time phrases ("last year", "in June") count back
+    // from the end of the conversation, when the question is asked.
+    req.now = q.asked;
+    req.time_hints = std::env::var_os("CHATMILL_LOCOMO_NO_TIME").is_none();
+    req
+}
+
+/// The share of `q`'s evidence turns held by the top `k` hits.
+fn recall(hits: &[Hit], q: &Question, k: usize, holds: &HashMap<String, Vec<String>>) -> f64 {
+    let found: std::collections::HashSet<&str> = hits
+        .iter()
+        .take(k)
+        .flat_map(|h| holds.get(&h.chunk_id).into_iter().flatten())
+        .map(String::as_str)
+        .collect();
+    let hit = q
+        .evidence
+        .iter()
+        .filter(|e| found.contains(e.as_str()))
+        .count();
+    hit as f64 / q.evidence.len() as f64
+}
+
+/// A missed question: its top three hits, and the chunks that hold its
+/// evidence.
+fn print_miss(q: &Question, hits: &[Hit], imported: &Imported) {
+    let holds = &imported.holds;
+    let embed_text = |id: &str| {
+        imported
+            .records
+            .iter()
+            .find(|r| r.chunk_id == id)
+            .map_or(String::new(), |r| r.embed_text.replace('\n', " / "))
+    };
+    println!(
+        "\nMISS [{}] {} evidence {:?}",
+        q.category, q.text, q.evidence
+    );
+    for h in hits.iter().take(3) {
+        println!(
+            "  got {:?}: {}",
+            holds.get(&h.chunk_id),
+            embed_text(&h.chunk_id)
+        );
+    }
+    for (id, ids) in holds {
+        // Dialog ids repeat across samples: only this one's.
+        if imported.owner.get(id) == Some(&q.sample) && ids.iter().any(|d| q.evidence.contains(d)) {
+            println!("  WANT {ids:?}: {}", embed_text(id));
+        }
+    }
+}
+
+/// hybrid (default)'s R@5 per question category, and what the units are.
+fn print_categories(by_category: &BTreeMap<u64, [f64; 4]>) {
     println!();
     println!("hybrid (default) R@5 by category:");
-    for (c, v) in &by_category {
+    for (c, v) in by_category {
         let name = match c {
             1 => "multi-hop",
             2 => "temporal",

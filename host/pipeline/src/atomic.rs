@@ -65,7 +65,7 @@ pub fn write_durable_with(
 ) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::Builder::new()
-        .prefix(".chatmill-tmp-")
+        .prefix(crate::root::TEMP_PREFIX)
         .tempfile_in(dir)?;
     {
         let mut out = std::io::BufWriter::with_capacity(256 * 1024, tmp.as_file_mut());
@@ -126,7 +126,8 @@ impl Folder {
     fn temp_file(&self) -> std::io::Result<(String, OwnedFd)> {
         loop {
             let name = format!(
-                ".chatmill-tmp-{}-{}",
+                "{}{}-{}",
+                crate::root::TEMP_PREFIX,
                 self.pid,
                 TEMP.fetch_add(1, Ordering::Relaxed)
             );

@@ -15,7 +15,6 @@ use crate::processor::HEADER_STATUS;
 use crate::record::index_record;
 
 /// The queue file, relative to the root.
-pub const QUEUE_FILE: &str = ".chatmill/backfill.json";
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Entry {
@@ -41,7 +40,7 @@ pub enum BackfillError {
 
 impl Queue {
     pub fn load(root: &Path) -> Result<Self, BackfillError> {
-        let path = root.join(QUEUE_FILE);
+        let path = crate::root::Root::new(root).backfill_queue();
         let mut q: Queue = match fs_err::read_to_string(&path) {
             Ok(text) => serde_json::from_str(&text).map_err(|e| BackfillError::Queue {
                 path: path.clone(),
@@ -111,7 +110,7 @@ pub fn step(
     skip: &std::collections::HashSet<String>,
 ) -> Result<Option<(String, bool)>, BackfillError> {
     let lock_err = |e: crate::lock::LockError| BackfillError::Queue {
-        path: root.join(QUEUE_FILE),
+        path: crate::root::Root::new(root).backfill_queue(),
         message: e.to_string(),
     };
     let entry = {

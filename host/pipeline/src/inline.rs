@@ -32,8 +32,9 @@ use serde::{Deserialize, Serialize};
 use crate::backfill::Queue;
 use crate::header::{HeaderWriter, Previous};
 use crate::lock::{LockError, RootLock};
-use crate::manifest::{MANIFEST_FILE, Manifest, ManifestError, conversation_key};
+use crate::manifest::{Manifest, ManifestError, conversation_key, stamp};
 use crate::processor::{Naming, ProcessError, Processor, ProcessorConfig};
+use crate::root::Root;
 
 /// One finished exchange.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -134,22 +135,17 @@ pub struct InlineWriter {
     lock_timeout: Duration,
 }
 
-fn stamp(path: &Path) -> Option<(std::time::SystemTime, u64)> {
-    let m = fs_err::metadata(path).ok()?;
-    Some((m.modified().ok()?, m.len()))
-}
-
 impl InlineWriter {
     pub fn open(
         root: &Path,
         header: Arc<dyn HeaderWriter>,
         indexer: Option<Arc<dyn Indexer>>,
     ) -> Result<Self, InlineError> {
-        fs_err::create_dir_all(root.join("raw")).map_err(|source| InlineError::RawLog {
-            path: root.join("raw"),
+        fs_err::create_dir_all(Root::new(&root).raw()).map_err(|source| InlineError::RawLog {
+            path: Root::new(&root).raw(),
             source,
         })?;
-        let manifest_path = root.join(MANIFEST_FILE);
+        let manifest_path = Root::new(&root).manifest();
         Ok(Self {
             root: root.to_path_buf(),
             header,
@@ -166,7 +162,7 @@ impl InlineWriter {
     }
 
     fn raw_log(&self, session: &str) -> std::io::Result<PathBuf> {
-        crate::atomic::join_plain(&self.root.join("raw"), &format!("{session}.md"))
+        Root::new(&self.root).raw_log(session)
     }
 
     /// Processes one turn; see the module docs.
@@ -183,7 +179,7 @@ impl InlineWriter {
             ));
         }
         let _lock = RootLock::acquire(&self.root, self.lock_timeout)?;
-        let manifest_path = self.root.join(MANIFEST_FILE);
+        let manifest_path = Root::new(&self.root).manifest();
         let now = stamp(&manifest_path);
         if now != self.manifest_stamp {
             self.manifest = Manifest::load(&manifest_path)?;
@@ -214,7 +210,7 @@ impl InlineWriter {
         let raw_path = self
             .raw_log(&t.session_id)
             .map_err(|source| InlineError::RawLog {
-                path: self.root.join("raw"),
+                path: Root::new(&self.root).raw(),
                 source,
             })?;
         if !self.sessions.contains_key(&t.session_id) {

@@ -63,7 +63,7 @@ pub fn is_junk(name: &str) -> bool {
             || c == "Thumbs.db"
             || c == "desktop.ini"
             || c.starts_with("._")
-            || c.starts_with(".chatmill-tmp-")
+            || c.starts_with(crate::root::TEMP_PREFIX)
     })
 }
 
@@ -330,7 +330,7 @@ impl Item {
                 // the file name (sharded ChatGPT, Claude Code session ids)
                 // see it.
                 let tmp = tempfile::Builder::new()
-                    .prefix(".chatmill-tmp-")
+                    .prefix(crate::root::TEMP_PREFIX)
                     .suffix(&format!("-{}", file_name(name)))
                     .tempfile_in(temp_dir)?;
                 let digest = copy_hashing(entry, std::io::BufWriter::new(tmp.as_file()))?;
@@ -360,7 +360,7 @@ pub fn sweep_temp_files(dir: &Path) -> usize {
         .filter(|e| {
             e.file_name()
                 .to_string_lossy()
-                .starts_with(".chatmill-tmp-")
+                .starts_with(crate::root::TEMP_PREFIX)
         })
         .filter(|e| fs_err::remove_file(e.path()).is_ok())
         .count()

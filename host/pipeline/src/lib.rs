@@ -12,6 +12,7 @@
 pub mod atomic;
 pub mod backfill;
 pub mod chunk;
+pub mod chunk_store;
 pub mod chunker;
 pub mod header;
 pub mod import;
@@ -23,5 +24,6 @@ pub mod manifest;
 pub mod processor;
 pub mod record;
 pub mod render;
+pub mod root;
 pub mod sink;
 pub mod verify;

@@ -28,9 +28,10 @@ pub enum LockError {
 impl RootLock {
     /// Waits up to `timeout` for the lock.
     pub fn acquire(root: &Path, timeout: Duration) -> Result<Self, LockError> {
-        let path = root.join(".chatmill/lock");
+        let root = crate::root::Root::new(root);
+        let path = root.lock();
         let open = || -> std::io::Result<fs_err::File> {
-            fs_err::create_dir_all(root.join(".chatmill"))?;
+            fs_err::create_dir_all(root.state())?;
             fs_err::OpenOptions::new()
                 .create(true)
                 .truncate(false)

@@ -13,7 +13,14 @@ use serde::{Deserialize, Serialize};
 /// The manifest format this chatmill writes.
 pub const MANIFEST_VERSION: u32 = 1;
 /// The file name under the root.
-pub const MANIFEST_FILE: &str = ".processing-manifest.json";
+pub use crate::root::MANIFEST_FILE;
+
+/// When the file at `path` last changed, as its modification time and
+/// size: how a writer notices that another one saved the manifest.
+pub fn stamp(path: &Path) -> Option<(std::time::SystemTime, u64)> {
+    let m = fs_err::metadata(path).ok()?;
+    Some((m.modified().ok()?, m.len()))
+}
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

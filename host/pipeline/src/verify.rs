@@ -5,15 +5,15 @@
 //! truth.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use chatmill_index::{ChunkRecord, Indexer};
+use chatmill_index::Indexer;
 use chrono::DateTime;
 use serde::Serialize;
 
-use crate::chunk::ChunkDoc;
+pub use crate::chunk_store::Scanned;
+use crate::chunk_store::{ChunkStore, reindex_from_files};
 use crate::manifest::{MANIFEST_FILE, Manifest, conversation_key};
-use crate::record::index_record;
 
 /// One thing that is wrong.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -44,58 +44,12 @@ impl Report {
     }
 }
 
-/// A chunk file that parsed.
-pub struct Scanned {
-    /// Relative to the root.
-    pub rel: String,
-    pub text: String,
-    pub doc: ChunkDoc,
-}
-
 fn push(problems: &mut Vec<Problem>, kind: &'static str, subject: &str, message: String) {
     problems.push(Problem {
         kind,
         subject: subject.to_string(),
         message,
     });
-}
-
-/// Reads every chunk file in `dir` (Markdown files that open with a YAML
-/// frontmatter holding a `chunk_id`; other Markdown is not ours and is left
-/// alone).
-pub fn scan(dir: &Path, problems: &mut Vec<Problem>) -> std::io::Result<Vec<Scanned>> {
-    let mut paths: Vec<PathBuf> = fs_err::read_dir(dir)?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "md"))
-        .collect();
-    paths.sort();
-    let mut out = Vec::new();
-    for path in paths {
-        let rel = path
-            .file_name()
-            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-        let text = match fs_err::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) => {
-                push(problems, "unparsable", &rel, format!("cannot read it: {e}"));
-                continue;
-            }
-        };
-        let ours = text.starts_with("---\n")
-            && text
-                .split("\n---\n")
-                .next()
-                .is_some_and(|fm| fm.contains("\nchunk_id:"));
-        if !ours {
-            continue;
-        }
-        match ChunkDoc::parse(&text) {
-            Ok(doc) => out.push(Scanned { rel, text, doc }),
-            Err(e) => push(problems, "unparsable", &rel, e.to_string()),
-        }
-    }
-    Ok(out)
 }
 
 fn check_fields(s: &Scanned, problems: &mut Vec<Problem>) {
@@ -163,7 +117,7 @@ fn last_pair(turn_range: &str) -> u32 {
 pub fn run(root: &Path, indexer: Option<&dyn Indexer>, repair: bool) -> std::io::Result<Report> {
     let mut report = Report::default();
     let problems = &mut report.problems;
-    let chunks = scan(root, problems)?;
+    let chunks = ChunkStore::new(root).scan(problems)?;
     report.chunk_files = chunks.len() as u32;
     let mut by_id: BTreeMap<&str, &Scanned> = BTreeMap::new();
     for s in &chunks {
@@ -180,7 +134,7 @@ pub fn run(root: &Path, indexer: Option<&dyn Indexer>, repair: bool) -> std::io:
     }
     let on_disk: BTreeSet<&str> = by_id.keys().copied().collect();
 
-    let manifest_path = root.join(MANIFEST_FILE);
+    let manifest_path = crate::root::Root::new(root).manifest();
     let mut manifest = match Manifest::load(&manifest_path) {
         Ok(m) => Some(m),
         Err(e) => {
@@ -284,14 +238,11 @@ pub fn run(root: &Path, indexer: Option<&dyn Indexer>, repair: bool) -> std::io:
     }
     // The index: add what it lacks, drop what has no file.
     if let (Some(ix), Some(ids)) = (indexer, in_index) {
-        let missing: Vec<ChunkRecord> = by_id
+        let missing = by_id
             .iter()
             .filter(|(id, _)| !ids.contains(**id))
-            .map(|(_, s)| index_record(&s.doc, &s.text, &s.rel))
-            .collect();
-        for batch in missing.chunks(256) {
-            ix.index(batch).map_err(std::io::Error::other)?;
-        }
+            .map(|(_, s)| *s);
+        let indexed = reindex_from_files(ix, missing).map_err(std::io::Error::other)?;
         let orphans: Vec<String> = ids
             .into_iter()
             .filter(|id| !on_disk.contains(id.as_str()))
@@ -299,10 +250,9 @@ pub fn run(root: &Path, indexer: Option<&dyn Indexer>, repair: bool) -> std::io:
         if !orphans.is_empty() {
             ix.remove(&orphans).map_err(std::io::Error::other)?;
         }
-        if !missing.is_empty() || !orphans.is_empty() {
+        if indexed > 0 || !orphans.is_empty() {
             repaired.push(format!(
-                "indexed {} chunks the index lacked, removed {} it had without a file",
-                missing.len(),
+                "indexed {indexed} chunks the index lacked, removed {} it had without a file",
                 orphans.len()
             ));
         }
@@ -320,6 +270,7 @@ pub fn run(root: &Path, indexer: Option<&dyn Indexer>, repair: bool) -> std::io:
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chatmill_index::ChunkRecord;
     use std::sync::Mutex;
 
     /// An in-memory index for the unit test (the real stores are tested in

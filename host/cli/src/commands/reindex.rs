@@ -6,8 +6,7 @@
 use std::process::ExitCode;
 
 use chatmill_index::{ChromaConfig, Indexer};
-use chatmill_pipeline::record::index_record;
-use chatmill_pipeline::verify;
+use chatmill_pipeline::chunk_store::{ChunkStore, reindex_from_files};
 
 use crate::backend;
 use crate::cli::ReindexArgs;
@@ -32,7 +31,7 @@ pub fn run(ctx: &Context, args: ReindexArgs) -> Result<ExitCode, CliError> {
         backend::embedder(&ctx.root, &ctx.embedding)?,
     );
     let mut problems = Vec::new();
-    let chunks = verify::scan(&ctx.root, &mut problems)?;
+    let chunks = ChunkStore::new(&ctx.root).scan(&mut problems)?;
     let on_disk: std::collections::BTreeSet<&str> = chunks
         .iter()
         .map(|s| s.doc.frontmatter.chunk_id.as_str())
@@ -48,23 +47,16 @@ pub fn run(ctx: &Context, args: ReindexArgs) -> Result<ExitCode, CliError> {
     // keeps dimensions consistent).
     let all: Vec<String> = index.ids()?.into_iter().collect();
     index.remove(&all)?;
-    let records: Vec<_> = chunks
-        .iter()
-        .map(|s| index_record(&s.doc, &s.text, &s.rel))
-        .collect();
-    for batch in records.chunks(256) {
-        index.index(batch)?;
-    }
+    let indexed = reindex_from_files(&index, &chunks)?;
     let total = index.count()?;
     if json {
         println!(
             "{}",
-            serde_json::json!({"indexed": records.len(), "removed": stale.len(), "index_total": total, "unreadable": problems.len(), "store": index.store.name(), "embedder": index.embedder.id()})
+            serde_json::json!({"indexed": indexed, "removed": stale.len(), "index_total": total, "unreadable": problems.len(), "store": index.store.name(), "embedder": index.embedder.id()})
         );
     } else {
         println!(
-            "indexed {} chunks ({} stale entries removed) into `{}` with `{}`; {total} in the index",
-            records.len(),
+            "indexed {indexed} chunks ({} stale entries removed) into `{}` with `{}`; {total} in the index",
             stale.len(),
             index.store.name(),
             index.embedder.id()

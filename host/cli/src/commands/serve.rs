@@ -26,7 +26,7 @@ pub fn default_socket(ctx: &Context) -> PathBuf {
                 .join("chatmill")
                 .join(format!("{}.sock", &hash[..12]))
         }
-        None => root.join(".chatmill/chatmill.sock"),
+        None => chatmill_pipeline::root::Root::new(root).socket(),
     }
 }
 

@@ -25,8 +25,9 @@ use chatmill_runtime::{AdapterSet, Runtime};
 use crate::header::HeaderWriter;
 use crate::inventory;
 use crate::lock::RootLock;
-use crate::manifest::{MANIFEST_FILE, Manifest, ManifestError};
+use crate::manifest::{self, Manifest, ManifestError};
 use crate::processor::{Processor, ProcessorConfig};
+use crate::root::Root;
 use crate::sink::Indexed;
 use catch_up::catch_up_into;
 pub use record::{FileProblem, Summary};
@@ -105,7 +106,7 @@ pub fn run(
         inventory::sweep_temp_files(out_dir);
         inventory::sweep_temp_files(&opts.root);
     }
-    let manifest_path = opts.root.join(MANIFEST_FILE);
+    let manifest_path = Root::new(&opts.root).manifest();
     let mut manifest = Manifest::load(&manifest_path)?;
     let (items, broken) =
         inventory::collect(&inputs_of(opts)?).map_err(|e| ImportError::Inventory {
@@ -138,7 +139,7 @@ pub fn run(
     }
     progress(Progress::Inventory { files: items.len() });
 
-    let mut stamp = file_stamp(&manifest_path);
+    let mut stamp = manifest::stamp(&manifest_path);
     // Whether another writer changed the manifest during the run.
     let mut others_wrote = false;
     let mut processor = Processor::new(opts.processor.clone(), svc.header, &manifest);
@@ -153,7 +154,7 @@ pub fn run(
         // running): the lock per input file, and the manifest re-read when
         // someone else wrote it meanwhile.
         let _lock = RootLock::acquire(&opts.root, Duration::from_secs(600))?;
-        let now = file_stamp(&manifest_path);
+        let now = manifest::stamp(&manifest_path);
         if now != stamp {
             others_wrote = true;
             manifest = Manifest::load(&manifest_path)?;
@@ -171,7 +172,7 @@ pub fn run(
             select::import_one(&mut work, companion);
         }
         manifest.save(&manifest_path)?;
-        stamp = file_stamp(&manifest_path);
+        stamp = manifest::stamp(&manifest_path);
     }
     summary.chunks_total = manifest.chunk_count() as u32;
     if let Some(indexer) = svc.indexer {
@@ -197,7 +198,7 @@ pub fn run(
 /// The inputs to inventory: `opts.inputs` (each must exist), else `ROOT/raw`.
 fn inputs_of(opts: &ImportOptions) -> Result<Vec<PathBuf>, ImportError> {
     if opts.inputs.is_empty() {
-        let raw = opts.root.join("raw");
+        let raw = Root::new(&opts.root).raw();
         return Ok(if raw.exists() { vec![raw] } else { Vec::new() });
     }
     if let Some(missing) = opts.inputs.iter().find(|i| !i.exists()) {
@@ -234,11 +235,6 @@ fn merge_indexed(summary: &mut Summary, failure: &mut IndexFailure, done: Indexe
         let before = failure.as_ref().map_or(0, |f| f.0);
         *failure = Some((before + n, e));
     }
-}
-
-fn file_stamp(path: &std::path::Path) -> Option<(std::time::SystemTime, u64)> {
-    let m = fs_err::metadata(path).ok()?;
-    Some((m.modified().ok()?, m.len()))
 }
 
 /// A failed index call: how many chunks it left out, and why.

@@ -13,7 +13,7 @@ use super::record::{Digest, Hashing, problem, record_file, unreadable};
 use super::{ImportOptions, Services, Work};
 use crate::chunk::ChunkDoc;
 use crate::inventory::{self, Item};
-use crate::manifest::{FileRecord, FileStatus, MANIFEST_FILE, Manifest};
+use crate::manifest::{FileRecord, FileStatus, Manifest};
 use crate::processor::Processor;
 
 /// An input with its content hash and size, and its companion with theirs.
@@ -176,14 +176,9 @@ fn forget_chunks_of(
             .remove(&ids)
             .map_err(|e| format!("cannot take its earlier chunks out of the index: {e}"))?;
     }
-    for id in &ids {
-        let path = opts.processor.out_dir.join(format!("{id}.md"));
-        match fs_err::remove_file(&path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(format!("cannot remove its earlier chunk: {e}")),
-        }
-    }
+    crate::chunk_store::ChunkStore::new(&opts.processor.out_dir)
+        .remove(&ids)
+        .map_err(|e| format!("cannot remove its earlier chunk: {e}"))?;
     let gone: BTreeSet<&str> = ids.iter().map(String::as_str).collect();
     manifest
         .conversations
@@ -197,7 +192,7 @@ fn forget_chunks_of(
 /// `items` without the root's own files — the manifest, `.chatmill/`, and
 /// the chunk files — which an input folder holds when it contains the root
 /// (`chatmill import ~/Documents/conversations`): they are never inputs,
-/// and listing them as unrecognized inputs was noise.
+/// and listed as unrecognized inputs they would be noise.
 pub(super) fn without_own_files(
     items: Vec<Item>,
     root: &std::path::Path,
@@ -207,8 +202,8 @@ pub(super) fn without_own_files(
     let (Some(root), Some(out_dir)) = (real(root), real(out_dir)) else {
         return items;
     };
-    let state = root.join(".chatmill");
-    let manifest = root.join(MANIFEST_FILE);
+    let root = crate::root::Root::new(root);
+    let (state, manifest) = (root.state(), root.manifest());
     items
         .into_iter()
         .filter(|item| {

@@ -57,7 +57,7 @@ fn chunks_another_writer_records_during_an_import_are_indexed_by_it() {
         let Progress::File { index: 1, .. } = p else {
             return;
         };
-        let path = root.join(MANIFEST_FILE);
+        let path = crate::root::Root::new(&root).manifest();
         let mut m = Manifest::load(&path).unwrap();
         let first = m.chunk_ids().into_iter().next().unwrap().to_string();
         let text = std::fs::read_to_string(root.join(format!("{first}.md"))).unwrap();
