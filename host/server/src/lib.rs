@@ -137,6 +137,25 @@ struct Shared {
     connections: AtomicU64,
 }
 
+impl Shared {
+    fn new(cfg: &ServerConfig, services: &Services, writer: std::sync::mpsc::Sender<Job>) -> Self {
+        Self {
+            writer,
+            index: services.index.clone(),
+            root: cfg.root.clone(),
+            token: cfg.token.clone(),
+            max_line: cfg.max_line,
+            adapters: services.adapters.clone(),
+            version: services.version.clone(),
+            backfill_enabled: services.backfill.is_some(),
+            shutting_down: AtomicBool::new(false),
+            stopping: tokio::sync::watch::Sender::new(false),
+            turns: AtomicU64::new(0),
+            connections: AtomicU64::new(0),
+        }
+    }
+}
+
 /// Binds the Unix socket: a stale file from a crashed server is replaced,
 /// a live server is never displaced.
 fn bind_unix(path: &Path) -> Result<tokio::net::UnixListener, ServerError> {
@@ -168,6 +187,35 @@ pub fn run(
     services: Services,
     ready: impl FnOnce(&ServerConfig) + Send,
 ) -> Result<(), ServerError> {
+    check_tcp(&cfg)?;
+    raise_fd_limit();
+    warm_up(&services);
+    let (writer, writer_thread) = spawn_writer(&cfg, &services)?;
+    let shared = Arc::new(Shared::new(&cfg, &services, writer));
+    let stop_backfill = Arc::new(AtomicBool::new(false));
+    let backfill_thread = spawn_backfill(&cfg, &services, &stop_backfill);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|source| ServerError::Listen {
+            what: "the async runtime".into(),
+            source,
+        })?;
+    let result = rt.block_on(listen(&cfg, &shared, &stop_backfill, ready));
+    drop(rt);
+    // The writer finishes its queue when the last sender is gone.
+    drop(shared);
+    let _ = writer_thread.join();
+    stop_backfill.store(true, Ordering::SeqCst);
+    if let Some(t) = backfill_thread {
+        let _ = t.join();
+    }
+    result
+}
+
+/// TCP only on loopback (unless `allow_remote`), and only with a token.
+fn check_tcp(cfg: &ServerConfig) -> Result<(), ServerError> {
     if let Some(addr) = cfg.tcp {
         if !addr.ip().is_loopback() && !cfg.allow_remote {
             return Err(ServerError::NotLoopback(addr));
@@ -176,22 +224,32 @@ pub fn run(
             return Err(ServerError::NoToken);
         }
     }
-    raise_fd_limit();
-    // Touch the embedding model once (weights paged in, kernels and
-    // buffers set up) so the first turn does not pay for it.
+    Ok(())
+}
+
+/// Touches the embedding model once (weights paged in, kernels and
+/// buffers set up) so the first turn does not pay for it.
+fn warm_up(services: &Services) {
     if let Some(index) = &services.index
         && let Err(e) = index.embedder.embed(&["warm-up"])
     {
         tracing::warn!("embedding warm-up failed: {e}");
     }
-    // The writer thread owns the inline writer.
+}
+
+/// The writer thread, which owns the inline writer and runs the turns sent
+/// to it in order; it ends when every sender is gone.
+fn spawn_writer(
+    cfg: &ServerConfig,
+    services: &Services,
+) -> Result<(std::sync::mpsc::Sender<Job>, std::thread::JoinHandle<()>), ServerError> {
     let (tx, rx) = std::sync::mpsc::channel::<Job>();
     let mut writer = InlineWriter::open(
         &cfg.root,
         Arc::clone(&services.header),
         services.index.clone().map(|i| i as Arc<dyn Indexer>),
     )?;
-    let writer_thread = std::thread::Builder::new()
+    let thread = std::thread::Builder::new()
         .name("chatmill-writer".into())
         .spawn(move || {
             for job in rx {
@@ -206,107 +264,108 @@ pub fn run(
             what: "the writer thread".into(),
             source,
         })?;
-    let shared = Arc::new(Shared {
-        writer: tx,
-        index: services.index.clone(),
-        root: cfg.root.clone(),
-        token: cfg.token.clone(),
-        max_line: cfg.max_line,
-        adapters: services.adapters.clone(),
-        version: services.version.clone(),
-        backfill_enabled: services.backfill.is_some(),
-        shutting_down: AtomicBool::new(false),
-        stopping: tokio::sync::watch::Sender::new(false),
-        turns: AtomicU64::new(0),
-        connections: AtomicU64::new(0),
-    });
-    let stop_backfill = Arc::new(AtomicBool::new(false));
-    let backfill_thread = services.backfill.clone().map(|w| {
+    Ok((tx, thread))
+}
+
+/// The backfill thread, when a slow header model is configured; it ends
+/// once `stop` is set.
+fn spawn_backfill(
+    cfg: &ServerConfig,
+    services: &Services,
+    stop: &Arc<AtomicBool>,
+) -> Option<std::thread::JoinHandle<()>> {
+    services.backfill.clone().map(|w| {
         let root = cfg.root.clone();
         let index = services.index.clone();
-        let stop = Arc::clone(&stop_backfill);
+        let stop = Arc::clone(stop);
         let every = cfg.backfill_every;
         std::thread::spawn(move || backfill_loop(&root, w.as_ref(), index.as_deref(), &stop, every))
-    });
+    })
+}
 
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|source| ServerError::Listen {
-            what: "the async runtime".into(),
-            source,
-        })?;
-    let result = rt.block_on(async {
-        let unix = bind_unix(&cfg.socket)?;
-        let tcp = match cfg.tcp {
-            Some(addr) => Some(tokio::net::TcpListener::bind(addr).await.map_err(|source| {
-                ServerError::Listen {
+/// Binds the listeners, serves connections until a stop signal, then
+/// drains them.
+async fn listen(
+    cfg: &ServerConfig,
+    shared: &Arc<Shared>,
+    stop_backfill: &AtomicBool,
+    ready: impl FnOnce(&ServerConfig),
+) -> Result<(), ServerError> {
+    let unix = bind_unix(&cfg.socket)?;
+    let tcp = match cfg.tcp {
+        Some(addr) => Some(
+            tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|source| ServerError::Listen {
                     what: addr.to_string(),
                     source,
-                }
-            })?),
-            None => None,
-        };
-        ready(&cfg);
-        let limit = Arc::new(Semaphore::new(cfg.max_connections));
-        let mut tasks = tokio::task::JoinSet::new();
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .map_err(|source| ServerError::Listen {
-                what: "SIGTERM".into(),
-                source,
-            })?;
-        loop {
-            let permit = tokio::select! {
-                p = Arc::clone(&limit).acquire_owned() => p.expect("the semaphore is never closed"),
-                _ = term.recv() => break,
-                _ = tokio::signal::ctrl_c() => break,
-                _ = cfg.shutdown.notified() => break,
-            };
-            tokio::select! {
-                accepted = unix.accept() => {
-                    if let Ok((stream, _)) = accepted {
-                        let s = Arc::clone(&shared);
-                        tasks.spawn(async move { serve(stream, s, true).await; drop(permit); });
-                    }
-                }
-                accepted = async { match &tcp { Some(l) => l.accept().await, None => std::future::pending().await } } => {
-                    if let Ok((stream, _)) = accepted {
-                        let _ = stream.set_nodelay(true);
-                        let s = Arc::clone(&shared);
-                        tasks.spawn(async move { serve(stream, s, false).await; drop(permit); });
-                    }
-                }
-                _ = term.recv() => break,
-                _ = tokio::signal::ctrl_c() => break,
-                _ = cfg.shutdown.notified() => break,
-            }
-            while tasks.try_join_next().is_some() {}
-        }
-        // Stop accepting; let connections finish what they sent (turns
-        // already queued are completed by the writer thread below); idle
-        // connections close; no new backfill starts.
-        shared.shutting_down.store(true, Ordering::SeqCst);
-        shared.stopping.send_replace(true);
-        stop_backfill.store(true, Ordering::SeqCst);
-        drop(unix);
-        let _ = fs_err::remove_file(&cfg.socket);
-        let _ = tokio::time::timeout(Duration::from_secs(10), async {
-            while tasks.join_next().await.is_some() {}
-        })
-        .await;
-        tasks.abort_all();
-        Ok::<(), ServerError>(())
-    });
-    drop(rt);
-    // The writer finishes its queue when the last sender is gone.
-    drop(shared);
-    let _ = writer_thread.join();
+                })?,
+        ),
+        None => None,
+    };
+    ready(cfg);
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|source| ServerError::Listen {
+            what: "SIGTERM".into(),
+            source,
+        })?;
+    let mut tasks = tokio::task::JoinSet::new();
+    accept(cfg, shared, &unix, tcp.as_ref(), &mut term, &mut tasks).await;
+    // Stop accepting; let connections finish what they sent (turns
+    // already queued are completed by the writer thread); idle
+    // connections close; no new backfill starts.
+    shared.shutting_down.store(true, Ordering::SeqCst);
+    shared.stopping.send_replace(true);
     stop_backfill.store(true, Ordering::SeqCst);
-    if let Some(t) = backfill_thread {
-        let _ = t.join();
+    drop(unix);
+    let _ = fs_err::remove_file(&cfg.socket);
+    let _ = tokio::time::timeout(Duration::from_secs(10), async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
+    tasks.abort_all();
+    Ok(())
+}
+
+/// Accepts connections, at most `cfg.max_connections` served at once,
+/// each on its own task in `tasks`, until SIGTERM, Ctrl-C or
+/// `cfg.shutdown`.
+async fn accept(
+    cfg: &ServerConfig,
+    shared: &Arc<Shared>,
+    unix: &tokio::net::UnixListener,
+    tcp: Option<&tokio::net::TcpListener>,
+    term: &mut tokio::signal::unix::Signal,
+    tasks: &mut tokio::task::JoinSet<()>,
+) {
+    let limit = Arc::new(Semaphore::new(cfg.max_connections));
+    loop {
+        let permit = tokio::select! {
+            p = Arc::clone(&limit).acquire_owned() => p.expect("the semaphore is never closed"),
+            _ = term.recv() => break,
+            _ = tokio::signal::ctrl_c() => break,
+            _ = cfg.shutdown.notified() => break,
+        };
+        tokio::select! {
+            accepted = unix.accept() => {
+                if let Ok((stream, _)) = accepted {
+                    let s = Arc::clone(shared);
+                    tasks.spawn(async move { serve(stream, s, true).await; drop(permit); });
+                }
+            }
+            accepted = async { match tcp { Some(l) => l.accept().await, None => std::future::pending().await } } => {
+                if let Ok((stream, _)) = accepted {
+                    let _ = stream.set_nodelay(true);
+                    let s = Arc::clone(shared);
+                    tasks.spawn(async move { serve(stream, s, false).await; drop(permit); });
+                }
+            }
+            _ = term.recv() => break,
+            _ = tokio::signal::ctrl_c() => break,
+            _ = cfg.shutdown.notified() => break,
+        }
+        while tasks.try_join_next().is_some() {}
     }
-    result
 }
 
 /// Plenty of descriptors for idle connections (the soft limit is often
@@ -355,7 +414,7 @@ fn backfill_loop(
 /// One line read from a client.
 enum Line {
     Text(Vec<u8>),
-    /// Longer than the limit; it was read and thrown away.
+    /// Longer than the limit: read up to its newline and thrown away.
     TooLong,
 }
 
