@@ -30,6 +30,33 @@ fn main() {
         eprintln!("error: no chroma server\nhint: run scripts/setup-chroma.sh");
         std::process::exit(1);
     };
+    let records = records(n);
+    // Vectors made once, outside the timing, so both clients send the same.
+    let embedder = Lexical::default();
+    let texts: Vec<&str> = records.iter().map(|r| r.embed_text.as_str()).collect();
+    let vectors = embedder.embed(&texts).expect("embed");
+    let bench = Bench {
+        server,
+        records,
+        vectors,
+        embedder,
+    };
+    bench.in_batches();
+    bench.in_one_call();
+    bench.through_index();
+    bench.python_client();
+}
+
+/// One server, the records and their vectors.
+struct Bench {
+    server: chroma::Server,
+    records: Vec<ChunkRecord>,
+    vectors: Vec<Vec<f32>>,
+    embedder: Lexical,
+}
+
+/// `n` records on eight topics, ten to a conversation.
+fn records(n: usize) -> Vec<ChunkRecord> {
     let topics = [
         "nginx",
         "sourdough",
@@ -40,7 +67,7 @@ fn main() {
         "python",
         "music",
     ];
-    let records: Vec<ChunkRecord> = (0..n)
+    (0..n)
         .map(|i| {
             let t = topics[i % topics.len()];
             let text = format!("Exchange {i} about {t}: the user asked how to handle {t} case {} and the assistant answered with steps.", i * 7919 % 1000);
@@ -62,91 +89,114 @@ fn main() {
                 },
             }
         })
-        .collect();
-    // Vectors made once, outside the timing, so both clients send the same.
-    let embedder = Lexical::default();
-    let texts: Vec<&str> = records.iter().map(|r| r.embed_text.as_str()).collect();
-    let vectors = embedder.embed(&texts).expect("embed");
+        .collect()
+}
 
-    let store = ChromaStore::connect(ChromaConfig::new(&server.url)).expect("connect");
-    let t = Instant::now();
-    for (recs, vecs) in records.chunks(256).zip(vectors.chunks(256)) {
-        store.upsert(recs, vecs, embedder.id()).expect("upsert");
+impl Bench {
+    /// The pipeline's way: batches of 256 records.
+    fn in_batches(&self) {
+        let n = self.records.len();
+        let store = self.store(None);
+        let secs = seconds(|| {
+            for (recs, vecs) in self.records.chunks(256).zip(self.vectors.chunks(256)) {
+                store
+                    .upsert(recs, vecs, self.embedder.id())
+                    .expect("upsert");
+            }
+        });
+        assert_eq!(store.count().expect("count"), n as u64);
+        println!(
+            "chatmill client: {n} records in {secs:.2} s = {:.0} records/s (batches of 256, base64 vectors)",
+            n as f64 / secs
+        );
     }
-    let secs = t.elapsed().as_secs_f64();
-    assert_eq!(store.count().expect("count"), n as u64);
-    println!(
-        "chatmill client: {n} records in {secs:.2} s = {:.0} records/s (batches of 256, base64 vectors)",
-        n as f64 / secs
-    );
 
-    // One call: the client splits by the server's max batch size, as the
-    // Python client does.
-    let mut cfg = ChromaConfig::new(&server.url);
-    cfg.collection = "one_call".into();
-    let big = ChromaStore::connect(cfg).expect("connect");
-    let t = Instant::now();
-    big.upsert(&records, &vectors, embedder.id())
-        .expect("upsert");
-    let secs = t.elapsed().as_secs_f64();
-    println!(
-        "chatmill client, one call (split at the server's max batch size): {:.0} records/s",
-        n as f64 / secs
-    );
-
-    // The same records through Index (what import does: embed + upsert).
-    let mut cfg = ChromaConfig::new(&server.url);
-    cfg.collection = "through_index".into();
-    let index = Index::new(
-        Arc::new(ChromaStore::connect(cfg).expect("connect")),
-        Arc::new(Lexical::default()),
-    );
-    let t = Instant::now();
-    for recs in records.chunks(256) {
-        index.index(recs).expect("index");
+    /// One call: the client splits by the server's max batch size, as the
+    /// Python client does.
+    fn in_one_call(&self) {
+        let big = self.store(Some("one_call"));
+        let secs = seconds(|| {
+            big.upsert(&self.records, &self.vectors, self.embedder.id())
+                .expect("upsert");
+        });
+        println!(
+            "chatmill client, one call (split at the server's max batch size): {:.0} records/s",
+            self.records.len() as f64 / secs
+        );
     }
-    let secs = t.elapsed().as_secs_f64();
-    println!(
-        "chatmill Index (lexical embedder + upsert): {:.0} records/s",
-        n as f64 / secs
-    );
 
-    // The official Python client, same server, same records and vectors.
-    let py = chroma::chroma_bin().and_then(|b| b.parent().map(|d| d.join("python")));
-    let Some(py) = py.filter(|p| p.is_file()) else {
-        println!("(no Python chromadb client next to the server; skipped the comparison)");
-        return;
-    };
-    let dump =
-        std::env::temp_dir().join(format!("chatmill-chroma-bench-{}.json", std::process::id()));
-    let payload = serde_json::json!({
-        "ids": records.iter().map(|r| &r.chunk_id).collect::<Vec<_>>(),
-        "embeddings": vectors,
-        "documents": records.iter().map(|r| &r.document).collect::<Vec<_>>(),
-        "metadatas": records.iter().map(|r| serde_json::json!({
-            "timestamp": r.meta.timestamp, "platform": r.meta.platform, "agent_id": r.meta.agent_id,
-            "conversation_id": r.meta.conversation_id, "title": r.meta.title, "topics": r.meta.topics,
-            "model": r.meta.model, "turn_range": r.meta.turn_range, "source_file": r.meta.source_file,
-            "path": r.meta.path, "chunk_id": r.chunk_id,
-        })).collect::<Vec<_>>(),
-    });
-    std::fs::write(&dump, payload.to_string()).expect("dump");
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/chroma_python.py");
-    let port = server
-        .url
-        .rsplit(':')
-        .next()
-        .unwrap_or_default()
-        .to_string();
-    let out = std::process::Command::new(py)
-        .args([script, &port])
-        .arg(&dump)
-        .env("ANONYMIZED_TELEMETRY", "False")
-        .output()
-        .expect("python runs");
-    let _ = std::fs::remove_file(&dump);
-    print!("{}", String::from_utf8_lossy(&out.stdout));
-    if !out.status.success() {
-        eprint!("{}", String::from_utf8_lossy(&out.stderr));
+    /// The same records through Index (what import does: embed + upsert).
+    fn through_index(&self) {
+        let store = self.store(Some("through_index"));
+        let index = Index::new(Arc::new(store), Arc::new(Lexical::default()));
+        let secs = seconds(|| {
+            for recs in self.records.chunks(256) {
+                index.index(recs).expect("index");
+            }
+        });
+        println!(
+            "chatmill Index (lexical embedder + upsert): {:.0} records/s",
+            self.records.len() as f64 / secs
+        );
     }
+
+    /// A client of the server's `collection` (`None`: the default one).
+    fn store(&self, collection: Option<&str>) -> ChromaStore {
+        let mut cfg = ChromaConfig::new(&self.server.url);
+        if let Some(c) = collection {
+            cfg.collection = c.into();
+        }
+        ChromaStore::connect(cfg).expect("connect")
+    }
+
+    /// The official Python client, same server, same records and vectors
+    /// (skipped when no Python chromadb client is installed next to the
+    /// server).
+    fn python_client(&self) {
+        let py = chroma::chroma_bin().and_then(|b| b.parent().map(|d| d.join("python")));
+        let Some(py) = py.filter(|p| p.is_file()) else {
+            println!("(no Python chromadb client next to the server; skipped the comparison)");
+            return;
+        };
+        let dump =
+            std::env::temp_dir().join(format!("chatmill-chroma-bench-{}.json", std::process::id()));
+        let payload = serde_json::json!({
+            "ids": self.records.iter().map(|r| &r.chunk_id).collect::<Vec<_>>(),
+            "embeddings": self.vectors,
+            "documents": self.records.iter().map(|r| &r.document).collect::<Vec<_>>(),
+            "metadatas": self.records.iter().map(|r| serde_json::json!({
+                "timestamp": r.meta.timestamp, "platform": r.meta.platform, "agent_id": r.meta.agent_id,
+                "conversation_id": r.meta.conversation_id, "title": r.meta.title, "topics": r.meta.topics,
+                "model": r.meta.model, "turn_range": r.meta.turn_range, "source_file": r.meta.source_file,
+                "path": r.meta.path, "chunk_id": r.chunk_id,
+            })).collect::<Vec<_>>(),
+        });
+        std::fs::write(&dump, payload.to_string()).expect("dump");
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/chroma_python.py");
+        let port = self
+            .server
+            .url
+            .rsplit(':')
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        let out = std::process::Command::new(py)
+            .args([script, &port])
+            .arg(&dump)
+            .env("ANONYMIZED_TELEMETRY", "False")
+            .output()
+            .expect("python runs");
+        let _ = std::fs::remove_file(&dump);
+        print!("{}", String::from_utf8_lossy(&out.stdout));
+        if !out.status.success() {
+            eprint!("{}", String::from_utf8_lossy(&out.stderr));
+        }
+    }
+}
+
+/// How long `f` takes, in seconds.
+fn seconds(f: impl FnOnce()) -> f64 {
+    let t = Instant::now();
+    f();
+    t.elapsed().as_secs_f64()
 }

@@ -66,6 +66,9 @@ const FILLER: [&str; 12] = [
     "lantern",
 ];
 
+/// One server, one collection, walked through in order: each step works on
+/// what the steps before it stored (a server and the model take seconds to
+/// start, so they are started once).
 #[test]
 fn a_real_chroma_server_stores_filters_ranks_and_migrates() {
     let Some(server) = chroma::start() else {
@@ -75,16 +78,39 @@ fn a_real_chroma_server_stores_filters_ranks_and_migrates() {
     // A tenant and database that do not exist yet are created.
     cfg.tenant = "chatmill_test".into();
     cfg.database = "memories".into();
-    // Small pages, so a few hundred records exercise paging. (Kept under
+    // Small pages, so a few hundred records exercise paging. Kept under
     // Chroma's 1,000-record HNSW sync threshold: past it, this server's
-    // approximate index was seen to miss clear nearest neighbours — see
-    // the closing note of the stop that added this test.)
+    // approximate index misses clear nearest neighbours.
     cfg.page_size = 100;
     let store = Arc::new(ChromaStore::connect(cfg.clone()).unwrap());
     let Some(model) = model() else { return };
     let index = Index::new(store.clone(), Arc::new(model));
 
-    // Cold start: an empty collection answers with nothing, not an error.
+    cold_start_is_empty(&index);
+    let now = 1_790_000_000;
+    let records = records(now);
+    index.index(&records).unwrap();
+    assert_eq!(index.count().unwrap(), 253);
+    assert_eq!(index.ids().unwrap().len(), 253);
+    assert!(store.model().unwrap().unwrap().starts_with("local:"));
+
+    semantic_search_and_platform_filter(&index, &records);
+    time_phrases_search_their_window(&index, now);
+    hybrid_degrades_to_dense(&index);
+    recent_is_newest_first(&index);
+    upsert_replaces(&index, &records);
+    other_models_are_refused(&store, &records);
+
+    // Deleting.
+    index.remove(&["bread".to_string()]).unwrap();
+    assert_eq!(index.count().unwrap(), 252);
+
+    let again = second_client_sees_the_same(cfg);
+    dead_server_is_retryable(server, &again);
+}
+
+/// An empty collection answers with nothing, not an error.
+fn cold_start_is_empty(index: &Index) {
     assert!(
         index
             .search(&SearchRequest::new("anything"))
@@ -95,8 +121,11 @@ fn a_real_chroma_server_stores_filters_ranks_and_migrates() {
     let mut req = SearchRequest::new("");
     req.mode = Mode::Recent;
     assert!(index.search(&req).unwrap().hits.is_empty());
+}
 
-    let now = 1_790_000_000;
+/// Three distinct chats (nginx, bread, rust), then 250 fillers: more than
+/// one upsert batch's worth, to exercise paging in ids/recent.
+fn records(now: i64) -> Vec<ChunkRecord> {
     let mut records = vec![
         record(
             "nginx",
@@ -117,7 +146,6 @@ fn a_real_chroma_server_stores_filters_ranks_and_migrates() {
             "rust borrow checker error E0502 in a loop over a vector",
         ),
     ];
-    // More than one upsert batch's worth, to exercise paging in ids/recent.
     for i in 0..250 {
         records.push(record(
             &format!("filler-{i:04}"),
@@ -133,12 +161,11 @@ fn a_real_chroma_server_stores_filters_ranks_and_migrates() {
             ),
         ));
     }
-    index.index(&records).unwrap();
-    assert_eq!(index.count().unwrap(), 253);
-    assert_eq!(index.ids().unwrap().len(), 253);
-    assert!(store.model().unwrap().unwrap().starts_with("local:"));
+    records
+}
 
-    // Semantic search, and a filter on platform.
+/// Semantic search, and a filter on platform.
+fn semantic_search_and_platform_filter(index: &Index, records: &[ChunkRecord]) {
     let mut req = SearchRequest::new("websocket 502 behind nginx");
     req.mode = Mode::Semantic;
     let hits = index.search(&req).unwrap().hits;
@@ -153,10 +180,12 @@ fn a_real_chroma_server_stores_filters_ranks_and_migrates() {
     req.filter.platform = Some("claude".into());
     let hits = index.search(&req).unwrap().hits;
     assert!(hits.iter().all(|h| h.meta.platform == "claude"), "{hits:?}");
+}
 
-    // A time phrase searches its window on the server too ("last year" is
-    // 2025 here: only the sourdough chat), and favours only what is
-    // relevant in it: the nginx chat stays first.
+/// A time phrase searches its window on the server too ("last year" is
+/// 2025 here: only the sourdough chat), and favours only what is relevant
+/// in it: the nginx chat stays first.
+fn time_phrases_search_their_window(index: &Index, now: i64) {
     let mut req = SearchRequest::new("websocket 502 behind nginx last year");
     req.now = Some(now);
     let res = index.search(&req).unwrap();
@@ -168,8 +197,10 @@ fn a_real_chroma_server_stores_filters_ranks_and_migrates() {
     req.now = Some(now);
     let res = index.search(&req).unwrap();
     assert_eq!(res.hits[0].chunk_id, "bread");
+}
 
-    // Hybrid degrades to dense with a warning (Chroma has no BM25).
+/// Hybrid degrades to dense with a warning (Chroma has no BM25).
+fn hybrid_degrades_to_dense(index: &Index) {
     let res = index
         .search(&SearchRequest::new("sourdough acetone"))
         .unwrap();
@@ -179,8 +210,10 @@ fn a_real_chroma_server_stores_filters_ranks_and_migrates() {
         "{:?}",
         res.warnings
     );
+}
 
-    // Recency: newest first, across a widening window, within a filter.
+/// Recency: newest first, across a widening window, within a filter.
+fn recent_is_newest_first(index: &Index) {
     let mut req = SearchRequest::new("");
     req.mode = Mode::Recent;
     req.k = 4;
@@ -204,8 +237,10 @@ fn a_real_chroma_server_stores_filters_ranks_and_migrates() {
         .map(|h| h.chunk_id)
         .collect();
     assert_eq!(ids, ["bread"]);
+}
 
-    // Upsert replaces: a title removed and topics emptied do not survive.
+/// Upsert replaces: a title removed and topics emptied do not survive.
+fn upsert_replaces(index: &Index, records: &[ChunkRecord]) {
     let mut changed = records[0].clone();
     changed.meta.title = None;
     changed.meta.topics.clear();
@@ -224,9 +259,11 @@ fn a_real_chroma_server_stores_filters_ranks_and_migrates() {
         (None, vec![], "rewritten")
     );
     assert_eq!(index.count().unwrap(), 253);
+}
 
-    // Vectors of another model are refused rather than mixed, and the
-    // message gives the stored vectors' dimension and the embedder's.
+/// Vectors of another model are refused rather than mixed, and the
+/// message gives the stored vectors' dimension and the embedder's.
+fn other_models_are_refused(store: &Arc<ChromaStore>, records: &[ChunkRecord]) {
     let other = Index::new(store.clone(), Arc::new(chatmill_index::Lexical::new(64)));
     let err = other.index(&records[..1]).unwrap_err();
     assert!(
@@ -260,22 +297,23 @@ fn a_real_chroma_server_stores_filters_ranks_and_migrates() {
         ),
         "{err}"
     );
+}
 
-    // Deleting.
-    index.remove(&["bread".to_string()]).unwrap();
-    assert_eq!(index.count().unwrap(), 252);
-
-    // A second client on the same collection sees the same data.
+/// A second client on the same collection sees the same data, and reads
+/// the stored vectors' model and dimension from the server.
+fn second_client_sees_the_same(cfg: ChromaConfig) -> ChromaStore {
     let again = ChromaStore::connect(cfg).unwrap();
     assert_eq!(again.count().unwrap(), 252);
-    // It reads the stored vectors' model and dimension from the server.
     let held = again.stored().unwrap().unwrap();
     assert_eq!(held.dim, Some(384));
     assert!(held.model.unwrap().starts_with("local:"));
+    again
+}
 
-    // A dead server: a retryable error with a hint, no panic.
+/// A dead server: a retryable error with a hint, no panic.
+fn dead_server_is_retryable(server: chroma::Server, client: &ChromaStore) {
     drop(server);
-    let err = again.count().unwrap_err();
+    let err = client.count().unwrap_err();
     match &err {
         IndexError::Store {
             retryable, hint, ..
