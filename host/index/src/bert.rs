@@ -475,8 +475,8 @@ fn lanes(xs: &[f32], init: f32, f: impl Fn(f32, f32) -> f32) -> f32 {
 
 /// `e^x` to within 2 ulp above -87 (below, where f32 turns subnormal, it
 /// returns 0; above 88 it returns e^88). Written without calls or
-/// branches so the loops that use it vectorize — the libm call was 8 % of an
-/// embedding's time.
+/// branches so the loops that use it vectorize — a libm call would be 8 % of
+/// an embedding's time.
 #[inline(always)]
 fn exp(x: f32) -> f32 {
     const LN2_HI: f32 = 0.693_145_75;

@@ -2,13 +2,13 @@
 //!
 //! FTS5's own `bm25()` looks up every matching row's length in its
 //! `_docsize` table with one SQL statement per row; over 100k chunks that
-//! lookup was ~40 % of a keyword search (a two-word query matches ~14k
+//! lookup is ~40 % of a keyword search (a two-word query matches ~14k
 //! chunks, all scored before the best `k` are kept). `chatmill_bm25()` is
 //! the same formula (k1 = 1.2, b = 0.75, FTS5's IDF, its average length)
 //! registered as an FTS5 auxiliary function, reading lengths from a
 //! [`Lengths`] table the store keeps current; a row it does not know (a
-//! write it has not seen yet) is asked of FTS5 as before. Tests require its
-//! scores to equal `bm25()`'s.
+//! write it has not seen yet) is asked of FTS5 (`xColumnSize`). Tests
+//! require its scores to equal `bm25()`'s.
 
 use std::ffi::{c_int, c_void};
 use std::sync::{Arc, Mutex, PoisonError};

@@ -4,7 +4,7 @@
 //!
 //! The rest of the frontmatter is left out: the metadata carries it, and its
 //! keys and ids, ~45 words every chunk shares (`source_platform`,
-//! `external`, a chunk id), were keyword-index noise that made every
+//! `external`, a chunk id), are keyword-index noise that would make every
 //! document longer to tokenize and to rank. The title and topics stay
 //! because a header written by a model need not repeat them.
 //!

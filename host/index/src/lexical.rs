@@ -38,8 +38,8 @@ fn fnv(bytes: &[u8]) -> u64 {
 
 impl Lexical {
     /// Where `h` falls: the default width as a constant divisor, which the
-    /// compiler turns into a multiplication (a division per trigram was a
-    /// third of the embedder's time).
+    /// compiler turns into a multiplication (a division per trigram would
+    /// be a third of the embedder's time).
     fn slot(&self, h: u64) -> usize {
         if self.dim == 384 {
             (h % 384) as usize
@@ -96,9 +96,9 @@ impl Lexical {
 
 /// `text.to_lowercase()`, with runs of ASCII lowercased as bytes: std
 /// looks every char after the first non-ASCII one up in its case tables
-/// (a header's closing `…` sent the rest of the text that way; it was a
-/// fifth of the stand-in's time). Only `Σ` lowercases by its neighbours,
-/// so a text with one is left to std.
+/// (a header's closing `…` sends the rest of the text that way, which
+/// would be a fifth of the stand-in's time). Only `Σ` lowercases by its
+/// neighbours, so a text with one is left to std.
 fn lowercase(text: &str) -> String {
     if text.is_ascii() {
         return text.to_ascii_lowercase();

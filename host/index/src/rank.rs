@@ -3,7 +3,7 @@
 //! each other's score, how a time phrase's window joins the fusion, and how
 //! a keyword search within a small scope weighs its words. A store answers
 //! the primitive queries ([`crate::Store`]); what to make of their answers
-//! is decided here. The constants were chosen on LoCoMo
+//! is decided here. The constants are tuned on LoCoMo
 //! (`host/pipeline/benches/locomo.rs`).
 
 use std::collections::HashMap;

@@ -80,10 +80,10 @@ fn fts_any(words: &[&str]) -> Option<String> {
 /// (20 chunks in 100k: 56 → 17 ms for a hybrid search) and dear for an
 /// agent's 300 (LoCoMo: 4 → 168 ms per question).
 pub(super) const SCOPE_TINY: i64 = 64;
-/// A store made before the keyword index was contentless (its chunks kept
-/// their documents, which the keyword index read; some, older still, did not
-/// stem words) gets its keyword index made anew from those documents, once,
-/// and the documents dropped.
+/// A store whose chunks hold their documents, read by a keyword index with
+/// content (the format of earlier chatmill versions; the oldest of them do
+/// not stem words), gets its keyword index made anew from those documents,
+/// once, and the documents dropped.
 pub(super) fn contentless(conn: &Connection) -> rusqlite::Result<()> {
     let has_documents = || -> rusqlite::Result<bool> {
         conn.query_row(
@@ -135,10 +135,10 @@ pub(super) fn contentless(conn: &Connection) -> rusqlite::Result<()> {
 const KEYWORD_ROWS: usize = 1024;
 
 /// FTS5 merges its segments once `AUTOMERGE` of them sit at one level (its
-/// default is 4). Every write batch adds a segment, so at 4 an import spent a
-/// fifth of its index thread re-merging; at 8 the 100k-pair import bench runs
-/// ~7 % faster and the search bench's keyword and hybrid p99 at 100k chunks
-/// did not move.
+/// default is 4). Every write batch adds a segment, so at 4 an import spends
+/// a fifth of its index thread re-merging; at 8 the 100k-pair import bench
+/// runs ~7 % faster and the search bench's keyword and hybrid p99 at 100k
+/// chunks are the same as at 4.
 pub(super) const AUTOMERGE: i64 = 8;
 
 /// Sets the keyword index's merge policy if it differs (a write only then,
@@ -169,8 +169,8 @@ impl SqliteStore {
     /// documents `index` (rowid, text) in, one statement each, as the last
     /// writes of the transaction `tx`. FTS5 writes its pending terms out as
     /// a new segment at every statement savepoint once it is part of a
-    /// transaction, so per-row statements made one segment per chunk, merged
-    /// over and over (a third of an import's index time).
+    /// transaction, so per-row statements would make one segment per chunk,
+    /// merged over and over (a third of an import's index time).
     pub(super) fn write_keyword_index(
         &self,
         tx: &Connection,
@@ -185,8 +185,8 @@ impl SqliteStore {
             .map_err(|e| self.e(e))?;
         }
         // The documents as parameters of one statement (`VALUES (?, ?), …`):
-        // handed over as JSON, escaping and parsing them was 3.6 % of an
-        // import's CPU.
+        // handed over as JSON, escaping and parsing them would cost 3.6 % of
+        // an import's CPU.
         for rows in index.chunks(KEYWORD_ROWS) {
             let sql = format!(
                 "INSERT INTO chunks_fts(rowid, document) VALUES {}",
@@ -310,7 +310,7 @@ impl SqliteStore {
     /// One FTS5 pass: `chatmill_terms()` returns each matching chunk's
     /// count of every query word (and what BM25 needs besides), so the
     /// words are counted and the chunks scored here, not by a query per
-    /// word (a 20-chunk conversation in 100k took 12.7 ms that way).
+    /// word (12.7 ms that way for a 20-chunk conversation in 100k).
     fn keyword_in_scope(
         &self,
         q: &str,

@@ -292,7 +292,8 @@ fn the_merge_policy_is_set_on_new_and_older_stores_and_rewritten_only_if_it_diff
     {
         let store = SqliteStore::open(&path).unwrap();
         assert_eq!(automerge(&store.conn()), AUTOMERGE);
-        // A store from before the policy: FTS5's default.
+        // A store without the policy (as earlier chatmill versions made
+        // them): FTS5's default.
         store
             .conn()
             .execute(
