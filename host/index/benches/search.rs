@@ -68,13 +68,30 @@ fn main() {
     let store = Arc::new(SqliteStore::open(&dir.path().join("index.sqlite3")).expect("store"));
     let embedder = Arc::new(Lexical::default());
     let mut seed = 0x2545_F491_4F6C_DD1Du64;
-    let mut rnd = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
     let started = Instant::now();
+    fill(&store, &embedder, dir.path(), n, &mut seed);
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "inserted {n} chunks in {secs:.1} s ({:.0}/s, lexical embedding and chunk files included)",
+        n as f64 / secs
+    );
+    let index = Index::new(store, embedder).with_documents(dir.path());
+    assert_eq!(index.count().expect("count") as usize, n);
+    searches(&index, n);
+    inline_turns(&index, &mut seed);
+}
+
+/// The next number of the xorshift sequence `seed` is at.
+fn rnd(seed: &mut u64) -> u64 {
+    *seed ^= *seed << 13;
+    *seed ^= *seed >> 7;
+    *seed ^= *seed << 17;
+    *seed
+}
+
+/// `n` chunks, their files under `dir` and their records in `store`.
+fn fill(store: &SqliteStore, embedder: &Lexical, dir: &std::path::Path, n: usize, seed: &mut u64) {
+    let mut rnd = || rnd(seed);
     for batch in 0..n.div_ceil(1000) {
         let mut records = Vec::new();
         let mut texts = Vec::new();
@@ -110,7 +127,7 @@ fn main() {
         // The chunk files, which a hit's text is read from (the store keeps
         // no copy of it).
         for r in &records {
-            std::fs::write(dir.path().join(&r.meta.path), &r.document).expect("chunk file");
+            std::fs::write(dir.join(&r.meta.path), &r.document).expect("chunk file");
         }
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         let vectors = embedder.embed(&refs).expect("embed");
@@ -118,13 +135,10 @@ fn main() {
             .upsert(&records, &vectors, embedder.id())
             .expect("upsert");
     }
-    let secs = started.elapsed().as_secs_f64();
-    println!(
-        "inserted {n} chunks in {secs:.1} s ({:.0}/s, lexical embedding and chunk files included)",
-        n as f64 / secs
-    );
-    let index = Index::new(store, embedder).with_documents(dir.path());
-    assert_eq!(index.count().expect("count") as usize, n);
+}
+
+/// p50/p95/p99 of 200 searches per mode and filter.
+fn searches(index: &Index, n: usize) {
     let filtered = Filter {
         platform: Some("claude".into()),
         since: Some(1_700_000_000 + (n as i64 * 60) / 2),
@@ -204,8 +218,12 @@ fn main() {
         }
         report(label, &mut lat);
     }
-    // Inline mode: every turn writes a chunk, and the next query must find
-    // it without reloading the in-memory vectors.
+}
+
+/// Inline mode: every turn writes a chunk, and the next query must find
+/// it without reloading the in-memory vectors.
+fn inline_turns(index: &Index, seed: &mut u64) {
+    let mut rnd = || rnd(seed);
     let (mut write, mut lat) = (Vec::new(), Vec::new());
     for t in 0..100 {
         let text = format!("{} turn{t} w{}", WORDS[t % WORDS.len()], rnd() % 20_000);

@@ -156,9 +156,12 @@ pub fn find(query: &str, now: DateTime<Utc>) -> Option<TimeWindow> {
     })
 }
 
+/// A phrase's window (start, end) with its first and last word.
+type Found = ((i64, i64), usize, usize);
+
 /// The window named by a phrase that starts at word `i` of `words`
 /// (lowercased), with the phrase's first and last word.
-fn phrase_at(words: &[&str], i: usize, now: DateTime<Utc>) -> Option<((i64, i64), usize, usize)> {
+fn phrase_at(words: &[&str], i: usize, now: DateTime<Utc>) -> Option<Found> {
     let w = |j: usize| words.get(j).copied().unwrap_or("");
     let before = if i == 0 { "" } else { w(i - 1) };
     let today = start(now.year(), now.month(), now.day())?;
@@ -166,28 +169,8 @@ fn phrase_at(words: &[&str], i: usize, now: DateTime<Utc>) -> Option<((i64, i64)
     if let Ok(d) = NaiveDate::parse_from_str(w(i), "%Y-%m-%d") {
         return Some((day_span(start(d.year(), d.month(), d.day())?, 1)?, i, i));
     }
-    // May 8, 2023 / May 2023 / May 8 / (in) May
     if let Some(m) = month(w(i)) {
-        if let Some(d) = day(w(i + 1)) {
-            if let Some(y) = year(w(i + 2)) {
-                return Some((day_span(start(y, m, d)?, 1)?, i, i + 2));
-            }
-            let y = latest_year(now, m, false);
-            let y = if start(y, m, d)? > now { y - 1 } else { y };
-            return Some((day_span(start(y, m, d)?, 1)?, i, i + 1));
-        }
-        if let Some(y) = year(w(i + 1)) {
-            return Some((month_span(y, m, 1)?, i, i + 1));
-        }
-        let lead = matches!(
-            before,
-            "in" | "during" | "since" | "last" | "this" | "early" | "late" | "mid" | "of"
-        );
-        if lead {
-            let y = latest_year(now, m, before == "last");
-            return Some((month_span(y, m, 1)?, i, i));
-        }
-        return None;
+        return month_phrase(words, i, m, now);
     }
     // 8 May, 2023 / 8th of May 2023
     if let Some(d) = day(w(i)) {
@@ -204,29 +187,77 @@ fn phrase_at(words: &[&str], i: usize, now: DateTime<Utc>) -> Option<((i64, i64)
     {
         return Some((month_span(y, 1, 12)?, i, i));
     }
-    // summer 2023 / summer of 2023 / last summer / this summer
     if let Some(first) = season(w(i)) {
-        let of = usize::from(w(i + 1) == "of");
-        if let Some(y) = year(w(i + 1 + of)) {
-            let y = if first == 12 { y - 1 } else { y };
-            return Some((month_span(y, first, 3)?, i, i + 1 + of));
-        }
-        if matches!(before, "last" | "this" | "past") {
-            // The latest season of that name that has begun (this)
-            // or ended (last) by now.
-            let mut from = start(now.year(), first, 1)?;
-            while from > now {
-                from = from.checked_sub_months(Months::new(12))?;
-            }
-            let end = from.checked_add_months(Months::new(3))?;
-            if before != "this" && end > now {
-                from = from.checked_sub_months(Months::new(12))?;
-            }
-            let end = from.checked_add_months(Months::new(3))?;
-            return Some((span(from, end), i - 1, i));
-        }
-        return None;
+        return season_phrase(words, i, first, now);
     }
+    relative_phrase(words, i, today, now)
+}
+
+/// A phrase that starts with month `m` at word `i`: May 8, 2023 / May
+/// 2023 / May 8 / (in) May.
+fn month_phrase(words: &[&str], i: usize, m: u32, now: DateTime<Utc>) -> Option<Found> {
+    let w = |j: usize| words.get(j).copied().unwrap_or("");
+    let before = if i == 0 { "" } else { w(i - 1) };
+    // May 8, 2023 / May 2023 / May 8 / (in) May
+    if let Some(d) = day(w(i + 1)) {
+        if let Some(y) = year(w(i + 2)) {
+            return Some((day_span(start(y, m, d)?, 1)?, i, i + 2));
+        }
+        let y = latest_year(now, m, false);
+        let y = if start(y, m, d)? > now { y - 1 } else { y };
+        return Some((day_span(start(y, m, d)?, 1)?, i, i + 1));
+    }
+    if let Some(y) = year(w(i + 1)) {
+        return Some((month_span(y, m, 1)?, i, i + 1));
+    }
+    let lead = matches!(
+        before,
+        "in" | "during" | "since" | "last" | "this" | "early" | "late" | "mid" | "of"
+    );
+    if lead {
+        let y = latest_year(now, m, before == "last");
+        return Some((month_span(y, m, 1)?, i, i));
+    }
+    None
+}
+
+/// A phrase with the season that starts in month `first` at word `i`:
+/// summer 2023 / summer of 2023 / last summer / this summer.
+fn season_phrase(words: &[&str], i: usize, first: u32, now: DateTime<Utc>) -> Option<Found> {
+    let w = |j: usize| words.get(j).copied().unwrap_or("");
+    let before = if i == 0 { "" } else { w(i - 1) };
+    // summer 2023 / summer of 2023 / last summer / this summer
+    let of = usize::from(w(i + 1) == "of");
+    if let Some(y) = year(w(i + 1 + of)) {
+        let y = if first == 12 { y - 1 } else { y };
+        return Some((month_span(y, first, 3)?, i, i + 1 + of));
+    }
+    if matches!(before, "last" | "this" | "past") {
+        // The latest season of that name that has begun (this)
+        // or ended (last) by now.
+        let mut from = start(now.year(), first, 1)?;
+        while from > now {
+            from = from.checked_sub_months(Months::new(12))?;
+        }
+        let end = from.checked_add_months(Months::new(3))?;
+        if before != "this" && end > now {
+            from = from.checked_sub_months(Months::new(12))?;
+        }
+        let end = from.checked_add_months(Months::new(3))?;
+        return Some((span(from, end), i - 1, i));
+    }
+    None
+}
+
+/// A phrase relative to `today`: today, yesterday, last week, this
+/// month, the past year, three weeks ago.
+fn relative_phrase(
+    words: &[&str],
+    i: usize,
+    today: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Option<Found> {
+    let w = |j: usize| words.get(j).copied().unwrap_or("");
     match w(i) {
         "today" | "tonight" => return Some((day_span(today, 1)?, i, i)),
         "yesterday" => {

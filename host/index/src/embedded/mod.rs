@@ -172,25 +172,19 @@ impl Store for SqliteStore {
     }
 
     fn stored(&self) -> Result<Option<StoredModel>, IndexError> {
-        let conn = self.conn();
-        let Some(dim) = self
-            .meta_get(&conn, "dim")?
-            .and_then(|d| d.parse::<usize>().ok())
-        else {
-            return Ok(None);
-        };
         // `dim` and `model` outlive the last chunk: an empty store holds
-        // no vectors.
-        let empty: bool = conn
-            .query_row("SELECT NOT EXISTS (SELECT 1 FROM chunks)", [], |r| r.get(0))
+        // no vectors. One cached statement: asked before every write.
+        let conn = self.conn();
+        let (dim, model, empty): (Option<String>, Option<String>, bool) = conn
+            .prepare_cached(
+                "SELECT (SELECT value FROM meta WHERE key = 'dim'),
+                        (SELECT value FROM meta WHERE key = 'model'),
+                        NOT EXISTS (SELECT 1 FROM chunks)",
+            )
+            .and_then(|mut st| st.query_row([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))))
             .map_err(|e| self.e(e))?;
-        if empty {
-            return Ok(None);
-        }
-        Ok(Some(StoredModel {
-            model: self.meta_get(&conn, "model")?,
-            dim: Some(dim),
-        }))
+        let dim = dim.and_then(|d| d.parse::<usize>().ok());
+        Ok((!empty && dim.is_some()).then_some(StoredModel { model, dim }))
     }
 
     fn knn(&self, vector: &[f32], k: usize, filter: &Filter) -> Result<Vec<Hit>, IndexError> {
