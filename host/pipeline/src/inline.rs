@@ -23,8 +23,6 @@ use std::time::Duration;
 
 use chatmill_adapter_markdown::{RawLogEntry, parse_raw_log, render_raw_log_entry};
 use chatmill_index::Indexer;
-
-use crate::sink::{ChunkSink, IndexSink};
 use chatmill_model::{Conversation, Pair, Part};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -33,8 +31,9 @@ use crate::backfill::Queue;
 use crate::header::{HeaderWriter, Previous};
 use crate::lock::{LockError, RootLock};
 use crate::manifest::{Manifest, ManifestError, conversation_key, stamp};
-use crate::processor::{Naming, ProcessError, Processor, ProcessorConfig};
+use crate::processor::{Naming, ProcessError, Processor, ProcessorConfig, Written};
 use crate::root::Root;
+use crate::sink::{ChunkSink, IndexSink};
 
 /// One finished exchange.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -141,11 +140,12 @@ impl InlineWriter {
         header: Arc<dyn HeaderWriter>,
         indexer: Option<Arc<dyn Indexer>>,
     ) -> Result<Self, InlineError> {
-        fs_err::create_dir_all(Root::new(&root).raw()).map_err(|source| InlineError::RawLog {
-            path: Root::new(&root).raw(),
+        let paths = Root::new(root);
+        fs_err::create_dir_all(paths.raw()).map_err(|source| InlineError::RawLog {
+            path: paths.raw(),
             source,
         })?;
-        let manifest_path = Root::new(&root).manifest();
+        let manifest_path = paths.manifest();
         Ok(Self {
             root: root.to_path_buf(),
             header,
@@ -167,17 +167,7 @@ impl InlineWriter {
 
     /// Processes one turn; see the module docs.
     pub fn turn(&mut self, t: &Turn) -> Result<Ack, InlineError> {
-        if !valid_session(&t.session_id) {
-            return Err(InlineError::Session(t.session_id.clone()));
-        }
-        if t.turn_index == 0 {
-            return Err(InlineError::Turn("`turn_index` starts at 1".into()));
-        }
-        if t.user.trim().is_empty() && t.assistant.trim().is_empty() {
-            return Err(InlineError::Turn(
-                "`user` and `assistant` are both empty".into(),
-            ));
-        }
+        check(t)?;
         let _lock = RootLock::acquire(&self.root, self.lock_timeout)?;
         let manifest_path = Root::new(&self.root).manifest();
         let now = stamp(&manifest_path);
@@ -186,108 +176,17 @@ impl InlineWriter {
             self.manifest_stamp = now;
         }
         let key = conversation_key("local", &t.session_id);
-        let done = self.manifest.conversations.get(&key);
-        if let Some(rec) = done
-            && rec.last_pair >= t.turn_index
-        {
-            let marker = format!("-{:03}-", t.turn_index);
-            let id = rec
-                .chunk_ids
-                .iter()
-                .find(|id| id.contains(&marker))
-                .cloned();
-            return Ok(Ack {
-                path: None,
-                indexed: id.is_some(),
-                chunk_id: id,
-                duplicate: true,
-                excluded: None,
-                header_pending: false,
-            });
-        }
-
-        // 1. The raw log (unless a crash after this step left it there).
-        let raw_path = self
-            .raw_log(&t.session_id)
-            .map_err(|source| InlineError::RawLog {
-                path: Root::new(&self.root).raw(),
-                source,
-            })?;
-        if !self.sessions.contains_key(&t.session_id) {
-            let raw_turn = fs_err::read_to_string(&raw_path)
-                .map(|text| {
-                    parse_raw_log(&text)
-                        .iter()
-                        .map(|e| e.turn)
-                        .max()
-                        .unwrap_or(0)
-                })
-                .unwrap_or(0);
-            self.sessions.insert(
-                t.session_id.clone(),
-                Session {
-                    raw_turn,
-                    previous: None,
-                },
-            );
+        if let Some(ack) = self.recorded(&key, t.turn_index) {
+            return Ok(ack);
         }
         let time = t.timestamp.unwrap_or_else(Utc::now);
         // Whole seconds, as the raw log keeps them: a re-import of the log
         // must give the same chunk.
         let time = DateTime::from_timestamp(time.timestamp(), 0).unwrap_or(time);
-        let session = self
-            .sessions
-            .get_mut(&t.session_id)
-            .expect("inserted above");
-        if session.raw_turn < t.turn_index {
-            let entry = render_raw_log_entry(&RawLogEntry {
-                timestamp: Some(chatmill_adapter_sdk::Timestamp {
-                    seconds: time.timestamp(),
-                    nanos: 0,
-                }),
-                model: t.model.clone(),
-                turn: t.turn_index,
-                user: t.user.clone(),
-                assistant: t.assistant.clone(),
-            });
-            let append = || -> std::io::Result<()> {
-                let mut f = fs_err::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&raw_path)?;
-                f.write_all(entry.as_bytes())?;
-                f.sync_data()
-            };
-            append().map_err(|source| InlineError::RawLog {
-                path: raw_path.clone(),
-                source,
-            })?;
-            session.raw_turn = t.turn_index;
-        }
-
+        // 1. The raw log (unless a crash after this step left it there).
+        self.append_raw(t, time)?;
         // 2. The chunk, with the same processor as batch import.
-        let conv = Conversation {
-            id: t.session_id.clone(),
-            title: t.title.clone(),
-            created: None,
-            updated: None,
-            platform: "local".into(),
-            model: None,
-            metadata: BTreeMap::from([("session_id".to_string(), t.session_id.clone())]),
-            pairs: vec![Pair {
-                index: t.turn_index,
-                timestamp: Some(time),
-                model: t.model.clone(),
-                user: vec![Part::Text {
-                    text: t.user.clone(),
-                }],
-                assistant: vec![Part::Text {
-                    text: t.assistant.clone(),
-                }],
-                metadata: BTreeMap::new(),
-            }],
-            skipped: BTreeMap::new(),
-        };
+        let conv = conversation_of(t, time);
         let cfg = ProcessorConfig {
             naming: Naming::Inline,
             out_dir: self.root.clone(),
@@ -296,48 +195,25 @@ impl InlineWriter {
             chunker: Default::default(),
         };
         let processor = Processor::for_ids(cfg, self.header.as_ref(), &self.manifest, &key);
-        let source_file = format!("{}.md", t.session_id);
+        let session = self
+            .sessions
+            .get_mut(&t.session_id)
+            .expect("known once its raw log is appended");
         let prepared = processor.prepare(
             &conv,
-            &source_file,
+            &format!("{}.md", t.session_id),
             time,
             crate::processor::chunked_to(&self.manifest, &conv),
             session.previous.take(),
         )?;
         session.previous = prepared.previous.clone();
         let outcome = processor.commit(prepared, &mut self.manifest);
-        let written = outcome.written.into_iter().next();
-
-        // 3. The index; 4. the manifest (after the chunk is durable).
-        let mut indexed = false;
-        if let (Some(ix), Some(w)) = (&self.indexer, &written) {
-            let sink = IndexSink::new(ix.as_ref());
-            sink.committed(w.clone());
-            match sink.finish().failure {
-                None => indexed = true,
-                // The chunk file is the source of truth: the next import or
-                // `chatmill verify --repair` indexes it.
-                Some((_, e)) => {
-                    tracing::warn!("chunk `{}` written but not indexed: {e}", w.chunk_id);
-                }
-            }
-        }
-        self.manifest.save(&manifest_path)?;
-        self.manifest_stamp = stamp(&manifest_path);
-        let header_pending = written.as_ref().is_some_and(|w| w.header_pending);
-        if let Some(w) = written.as_ref().filter(|w| w.header_pending) {
-            Queue::push_persisted(&self.root, &w.chunk_id, &w.record.meta.path)?;
-        }
-        Ok(match written {
-            Some(w) => Ack {
-                chunk_id: Some(w.chunk_id),
-                path: Some(w.path),
-                indexed,
-                duplicate: false,
-                excluded: None,
-                header_pending,
-            },
-            None => Ack {
+        let Some(w) = outcome.written.into_iter().next() else {
+            // Nothing written (a mechanical exchange, a duplicate): how far
+            // the session is chunked is still recorded.
+            self.manifest.save(&manifest_path)?;
+            self.manifest_stamp = stamp(&manifest_path);
+            return Ok(Ack {
                 chunk_id: None,
                 path: None,
                 indexed: false,
@@ -345,8 +221,159 @@ impl InlineWriter {
                 excluded: (outcome.excluded > 0)
                     .then(|| "a mechanical exchange (greeting, thanks, ok)".to_string()),
                 header_pending: false,
-            },
+            });
+        };
+        // 3. The index; 4. the manifest (after the chunk is durable).
+        let indexed = self.index(&w);
+        self.manifest.save(&manifest_path)?;
+        self.manifest_stamp = stamp(&manifest_path);
+        if w.header_pending {
+            Queue::push_persisted(&self.root, &w.chunk_id, &w.record.meta.path)?;
+        }
+        Ok(Ack {
+            header_pending: w.header_pending,
+            chunk_id: Some(w.chunk_id),
+            path: Some(w.path),
+            indexed,
+            duplicate: false,
+            excluded: None,
         })
+    }
+
+    /// The answer for a turn the manifest already records (a resend).
+    fn recorded(&self, key: &str, turn: u32) -> Option<Ack> {
+        let rec = self.manifest.conversations.get(key)?;
+        if rec.last_pair < turn {
+            return None;
+        }
+        let marker = format!("-{turn:03}-");
+        let id = rec
+            .chunk_ids
+            .iter()
+            .find(|id| id.contains(&marker))
+            .cloned();
+        Some(Ack {
+            path: None,
+            indexed: id.is_some(),
+            chunk_id: id,
+            duplicate: true,
+            excluded: None,
+            header_pending: false,
+        })
+    }
+
+    /// Appends the turn to its session's raw log, unless the log has it (a
+    /// crash after this step); the session is known afterwards.
+    fn append_raw(&mut self, t: &Turn, time: DateTime<Utc>) -> Result<(), InlineError> {
+        let raw_path = self
+            .raw_log(&t.session_id)
+            .map_err(|source| InlineError::RawLog {
+                path: Root::new(&self.root).raw(),
+                source,
+            })?;
+        let session = self
+            .sessions
+            .entry(t.session_id.clone())
+            .or_insert_with(|| Session {
+                raw_turn: fs_err::read_to_string(&raw_path)
+                    .map(|text| {
+                        parse_raw_log(&text)
+                            .iter()
+                            .map(|e| e.turn)
+                            .max()
+                            .unwrap_or(0)
+                    })
+                    .unwrap_or(0),
+                previous: None,
+            });
+        if session.raw_turn >= t.turn_index {
+            return Ok(());
+        }
+        let entry = render_raw_log_entry(&RawLogEntry {
+            timestamp: Some(chatmill_adapter_sdk::Timestamp {
+                seconds: time.timestamp(),
+                nanos: 0,
+            }),
+            model: t.model.clone(),
+            turn: t.turn_index,
+            user: t.user.clone(),
+            assistant: t.assistant.clone(),
+        });
+        let append = || -> std::io::Result<()> {
+            let mut f = fs_err::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&raw_path)?;
+            f.write_all(entry.as_bytes())?;
+            f.sync_data()
+        };
+        append().map_err(|source| InlineError::RawLog {
+            path: raw_path.clone(),
+            source,
+        })?;
+        session.raw_turn = t.turn_index;
+        Ok(())
+    }
+
+    /// Indexes the turn's chunk; whether the index took it. The chunk file
+    /// is the source of truth: the next import or `chatmill verify
+    /// --repair` indexes one the index did not take.
+    fn index(&self, w: &Written) -> bool {
+        let Some(ix) = &self.indexer else {
+            return false;
+        };
+        let sink = IndexSink::new(ix.as_ref());
+        sink.committed(w.clone());
+        match sink.finish().failure {
+            None => true,
+            Some((_, e)) => {
+                tracing::warn!("chunk `{}` written but not indexed: {e}", w.chunk_id);
+                false
+            }
+        }
+    }
+}
+
+/// Refuses a turn that cannot be recorded.
+fn check(t: &Turn) -> Result<(), InlineError> {
+    if !valid_session(&t.session_id) {
+        return Err(InlineError::Session(t.session_id.clone()));
+    }
+    if t.turn_index == 0 {
+        return Err(InlineError::Turn("`turn_index` starts at 1".into()));
+    }
+    if t.user.trim().is_empty() && t.assistant.trim().is_empty() {
+        return Err(InlineError::Turn(
+            "`user` and `assistant` are both empty".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The turn as a one-pair conversation: the same identity (`local`, the
+/// session id) a batch import of its raw log gives.
+fn conversation_of(t: &Turn, time: DateTime<Utc>) -> Conversation {
+    Conversation {
+        id: t.session_id.clone(),
+        title: t.title.clone(),
+        created: None,
+        updated: None,
+        platform: "local".into(),
+        model: None,
+        metadata: BTreeMap::from([("session_id".to_string(), t.session_id.clone())]),
+        pairs: vec![Pair {
+            index: t.turn_index,
+            timestamp: Some(time),
+            model: t.model.clone(),
+            user: vec![Part::Text {
+                text: t.user.clone(),
+            }],
+            assistant: vec![Part::Text {
+                text: t.assistant.clone(),
+            }],
+            metadata: BTreeMap::new(),
+        }],
+        skipped: BTreeMap::new(),
     }
 }
 

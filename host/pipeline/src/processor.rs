@@ -8,11 +8,12 @@ use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
 
 use chatmill_index::ChunkRecord;
-use chatmill_model::Conversation;
+use chatmill_model::{Conversation, Pair};
 use chrono::{DateTime, SecondsFormat, Utc};
 
+use crate::atomic::Folder;
 use crate::chunk::{ChunkDoc, ChunkError, Exchange, Frontmatter, chunk_id, turn_range};
-use crate::chunker::{ChunkerConfig, CoverageError, PairText, plan};
+use crate::chunker::{ChunkerConfig, CoverageError, PairText, Plan, PlannedChunk, plan};
 use crate::header::{HeaderError, HeaderInput, HeaderWriter, Previous};
 use crate::manifest::{Manifest, conversation_key};
 use crate::record::index_record;
@@ -317,20 +318,52 @@ impl<'a> Processor<'a> {
         previous: Option<Previous>,
     ) -> Result<Prepared, ProcessError> {
         let key = conversation_key(&conv.platform, &conv.id);
-        let fresh: Vec<&chatmill_model::Pair> =
-            conv.pairs.iter().filter(|p| p.index > seen).collect();
+        let fresh: Vec<&Pair> = conv.pairs.iter().filter(|p| p.index > seen).collect();
         let mut out = Outcome {
             new_pairs: fresh.len() as u32,
             ..Outcome::default()
         };
+        let last_pair = fresh.last().map(|p| p.index);
         if fresh.is_empty() {
             return Ok(Prepared {
                 key,
-                last_pair: None,
+                last_pair,
                 outcome: out,
                 previous,
             });
         }
+        let (c, plan) = self.chunking(conv, source_file, fallback_time, fresh);
+        plan.check(c.texts.len())?;
+        out.excluded = plan.excluded.len() as u32;
+        let mut previous = previous.or_else(|| self.previous_before(&c, seen));
+        // Opened at the first chunk written, for all of this conversation's.
+        let mut folder: Option<Folder> = None;
+        for planned in &plan.chunks {
+            match self.write_chunk(&c, planned, &previous, &mut folder)? {
+                None => out.duplicates += 1,
+                Some((written, next)) => {
+                    previous = Some(next);
+                    out.written.push(written);
+                }
+            }
+        }
+        Ok(Prepared {
+            key,
+            last_pair,
+            outcome: out,
+            previous,
+        })
+    }
+
+    /// What every chunk of `conv` is written with, and the plan of its new
+    /// pairs (`fresh`).
+    fn chunking<'c>(
+        &self,
+        conv: &'c Conversation,
+        source_file: &'c str,
+        fallback_time: DateTime<Utc>,
+        fresh: Vec<&'c Pair>,
+    ) -> (Chunking<'c>, Plan) {
         let texts: Vec<PairText> = fresh
             .iter()
             .map(|p| PairText {
@@ -362,159 +395,219 @@ impl<'a> Processor<'a> {
         } else {
             Vec::new()
         };
-        plan.check(texts.len())?;
-        out.excluded = plan.excluded.len() as u32;
-
-        let extras: BTreeMap<String, String> = conv
+        let extras = conv
             .metadata
             .iter()
             .filter(|(k, _)| !RESERVED.contains(&k.as_str()))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        let total_pairs = conv.pairs.last().map_or(0, |p| p.index);
-        // A conversation that grew continues from its last chunked pair:
-        // the export holds it, so the first new chunk's header says what it
-        // follows, as it would have in one import of the whole.
-        let mut previous = previous.or_else(|| {
-            if independent {
-                return None;
-            }
-            let before = conv.pairs.iter().rfind(|p| p.index <= seen)?;
-            let request = plain_text(&before.user);
-            Some(Previous {
-                topics: crate::header::topics(
-                    conv.title.as_deref(),
-                    &request,
-                    &render_parts(&before.assistant, self.cfg.render),
-                ),
-                request,
+        let c = Chunking {
+            conv,
+            source_file,
+            fallback_time,
+            fresh,
+            texts,
+            independent,
+            common,
+            extras,
+            total_pairs: conv.pairs.last().map_or(0, |p| p.index),
+        };
+        (c, plan)
+    }
+
+    /// The exchange before the first new pair of a conversation that grew:
+    /// the export holds it, so the first new chunk's header says what it
+    /// follows, as it would in one import of the whole.
+    fn previous_before(&self, c: &Chunking<'_>, seen: u32) -> Option<Previous> {
+        if c.independent {
+            return None;
+        }
+        let before = c.conv.pairs.iter().rfind(|p| p.index <= seen)?;
+        let request = plain_text(&before.user);
+        Some(Previous {
+            topics: crate::header::topics(
+                c.conv.title.as_deref(),
+                &request,
+                &render_parts(&before.assistant, self.cfg.render),
+            ),
+            request,
+        })
+    }
+
+    /// Writes one planned chunk, unless its id is already recorded (`None`,
+    /// a duplicate); with what the next chunk's header follows.
+    fn write_chunk(
+        &self,
+        c: &Chunking<'_>,
+        planned: &PlannedChunk,
+        previous: &Option<Previous>,
+        folder: &mut Option<Folder>,
+    ) -> Result<Option<(Written, Previous)>, ProcessError> {
+        let conv = c.conv;
+        let first = c.fresh[planned.pairs[0]];
+        let last = c.fresh[*planned.pairs.last().expect("a chunk has pairs")];
+        let time = first.timestamp.or(conv.created).unwrap_or(c.fallback_time);
+        let mut id = chunk_id(&conv.platform, &conv.id, first.index, last.index, time);
+        if let Some((n, _, _)) = &planned.part {
+            id.push_str(&format!("-part-{n}"));
+        }
+        let known = self
+            .existing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(&id);
+        if known {
+            return Ok(None);
+        }
+        let exchanges = c.exchanges(planned);
+        let user: Vec<String> = planned
+            .pairs
+            .iter()
+            .map(|&i| plain_text(&c.fresh[i].user))
+            .collect();
+        let user = user.join("\n");
+        let range = turn_range(first.index, last.index);
+        let header = self.header_of(c, &id, time, &user, &exchanges, &range, previous)?;
+        let model = last
+            .model
+            .clone()
+            .or_else(|| first.model.clone())
+            .or_else(|| conv.model.clone())
+            .unwrap_or_else(|| "unknown".into());
+        let mut extra = c.extras.clone();
+        if let Some((n, of, _)) = &planned.part {
+            extra.insert("part".into(), format!("{n}/{of}"));
+        }
+        if header.backfill {
+            // Rewritten (and this key dropped) when the real header comes.
+            extra.insert(HEADER_STATUS.into(), "pending".into());
+        }
+        let doc = ChunkDoc {
+            frontmatter: Frontmatter {
+                source_file: c.source_file.to_string(),
+                source_platform: conv.platform.clone(),
+                model_used: model,
+                timestamp: iso(time),
+                conversation_title: conv.title.clone(),
+                turn_range: range,
+                topics: header.topics.clone(),
+                chunk_id: id.clone(),
+                agent_id: self.cfg.agent_id.clone(),
+                conversation_id: conv.id.clone(),
+                extra,
+            },
+            context: header.context,
+            exchanges,
+        };
+        let rel = self.file_name(&id, conv, first.index, time, &doc.frontmatter.topics);
+        let written = self.write_file(doc, id, rel, header.backfill, folder)?;
+        let next = Previous {
+            topics: header.topics,
+            request: user,
+        };
+        Ok(Some((written, next)))
+    }
+
+    /// The header of one chunk (`user` its requests, `exchanges` its text).
+    #[allow(clippy::too_many_arguments, reason = "one chunk's parts, named")]
+    fn header_of(
+        &self,
+        c: &Chunking<'_>,
+        id: &str,
+        time: DateTime<Utc>,
+        user: &str,
+        exchanges: &[Exchange],
+        range: &str,
+        previous: &Option<Previous>,
+    ) -> Result<crate::header::Header, ProcessError> {
+        let assistant: Vec<&str> = exchanges.iter().map(|e| e.assistant.as_str()).collect();
+        self.header
+            .write(&HeaderInput {
+                platform: &c.conv.platform,
+                title: c.conv.title.as_deref(),
+                date: Some(time),
+                user,
+                assistant: &assistant.join("\n"),
+                turn_range: range,
+                total_pairs: c.total_pairs,
+                previous: previous.as_ref().filter(|_| !c.independent),
+                common: &c.common,
+                independent: c.independent,
             })
-        });
-        // Opened at the first chunk written, for all of this conversation's.
-        let mut folder: Option<crate::atomic::Folder> = None;
-        for planned in &plan.chunks {
-            let first = fresh[planned.pairs[0]];
-            let last = fresh[*planned.pairs.last().expect("a chunk has pairs")];
-            let time = first.timestamp.or(conv.created).unwrap_or(fallback_time);
-            let mut id = chunk_id(&conv.platform, &conv.id, first.index, last.index, time);
-            let mut extra = extras.clone();
-            if let Some((n, of, _)) = &planned.part {
-                id.push_str(&format!("-part-{n}"));
-                extra.insert("part".into(), format!("{n}/{of}"));
-            }
-            let known = self
-                .existing
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .contains(&id);
-            if known {
-                out.duplicates += 1;
-                continue;
-            }
-            let exchanges: Vec<Exchange> = match &planned.part {
-                Some((_, _, text)) => vec![Exchange {
-                    user: texts[planned.pairs[0]].user.clone(),
-                    assistant: text.clone(),
-                }],
-                None => planned
-                    .pairs
-                    .iter()
-                    .map(|&i| Exchange {
-                        user: texts[i].user.clone(),
-                        assistant: texts[i].assistant.clone(),
-                    })
-                    .collect(),
-            };
-            let user_plain: Vec<String> = planned
+            .map_err(|source| ProcessError::Header {
+                chunk_id: id.to_string(),
+                source,
+            })
+    }
+
+    /// Writes `doc` as the file `rel` in the output folder (opened once per
+    /// conversation, in `folder`).
+    fn write_file(
+        &self,
+        doc: ChunkDoc,
+        id: String,
+        rel: String,
+        header_pending: bool,
+        folder: &mut Option<Folder>,
+    ) -> Result<Written, ProcessError> {
+        let text = doc.to_markdown().map_err(|source| ProcessError::Render {
+            chunk_id: id.clone(),
+            source,
+        })?;
+        let written = match folder {
+            Some(f) => Ok(&*f),
+            None => Folder::open(&self.cfg.out_dir).map(|f| &*folder.insert(f)),
+        }
+        .and_then(|f| f.write(&rel, text.as_bytes()));
+        written.map_err(|source| ProcessError::Write {
+            chunk_id: id.clone(),
+            source,
+        })?;
+        Ok(Written {
+            chunk_id: id,
+            path: self.cfg.out_dir.join(&rel),
+            record: index_record(&doc, &text, &rel),
+            header_pending,
+        })
+    }
+}
+
+/// What every chunk of one conversation is written with.
+struct Chunking<'c> {
+    conv: &'c Conversation,
+    source_file: &'c str,
+    /// The time of pairs whose source has none (the file's).
+    fallback_time: DateTime<Utc>,
+    /// The pairs not chunked before, and their rendered text.
+    fresh: Vec<&'c Pair>,
+    texts: Vec<PairText>,
+    /// Separate requests (`pairs: independent`), not one dialogue.
+    independent: bool,
+    /// What most of its requests share (independent pairs only).
+    common: Vec<String>,
+    /// Its metadata that becomes frontmatter keys.
+    extras: BTreeMap<String, String>,
+    total_pairs: u32,
+}
+
+impl Chunking<'_> {
+    /// The exchanges of one planned chunk: its pairs, or one part of a
+    /// long answer with its request.
+    fn exchanges(&self, planned: &PlannedChunk) -> Vec<Exchange> {
+        match &planned.part {
+            Some((_, _, text)) => vec![Exchange {
+                user: self.texts[planned.pairs[0]].user.clone(),
+                assistant: text.clone(),
+            }],
+            None => planned
                 .pairs
                 .iter()
-                .map(|&i| plain_text(&fresh[i].user))
-                .collect();
-            let user_plain = user_plain.join("\n");
-            let assistant_all: String = exchanges
-                .iter()
-                .map(|e| e.assistant.as_str())
-                .collect::<Vec<_>>()
-                .join("\n");
-            let range = turn_range(first.index, last.index);
-            let header = self
-                .header
-                .write(&HeaderInput {
-                    platform: &conv.platform,
-                    title: conv.title.as_deref(),
-                    date: Some(time),
-                    user: &user_plain,
-                    assistant: &assistant_all,
-                    turn_range: &range,
-                    total_pairs,
-                    previous: previous.as_ref().filter(|_| !independent),
-                    common: &common,
-                    independent,
+                .map(|&i| Exchange {
+                    user: self.texts[i].user.clone(),
+                    assistant: self.texts[i].assistant.clone(),
                 })
-                .map_err(|source| ProcessError::Header {
-                    chunk_id: id.clone(),
-                    source,
-                })?;
-            let model = last
-                .model
-                .clone()
-                .or_else(|| first.model.clone())
-                .or_else(|| conv.model.clone())
-                .unwrap_or_else(|| "unknown".into());
-            if header.backfill {
-                // Rewritten (and this key dropped) when the real header comes.
-                extra.insert(HEADER_STATUS.into(), "pending".into());
-            }
-            let doc = ChunkDoc {
-                frontmatter: Frontmatter {
-                    source_file: source_file.to_string(),
-                    source_platform: conv.platform.clone(),
-                    model_used: model,
-                    timestamp: iso(time),
-                    conversation_title: conv.title.clone(),
-                    turn_range: range,
-                    topics: header.topics.clone(),
-                    chunk_id: id.clone(),
-                    agent_id: self.cfg.agent_id.clone(),
-                    conversation_id: conv.id.clone(),
-                    extra,
-                },
-                context: header.context,
-                exchanges,
-            };
-            let text = doc.to_markdown().map_err(|source| ProcessError::Render {
-                chunk_id: id.clone(),
-                source,
-            })?;
-            let rel = self.file_name(&id, conv, first.index, time, &doc.frontmatter.topics);
-            let path = self.cfg.out_dir.join(&rel);
-            let written = match &folder {
-                Some(f) => Ok(f),
-                None => crate::atomic::Folder::open(&self.cfg.out_dir).map(|f| &*folder.insert(f)),
-            }
-            .and_then(|f| f.write(&rel, text.as_bytes()));
-            written.map_err(|source| ProcessError::Write {
-                chunk_id: id.clone(),
-                source,
-            })?;
-            let index = index_record(&doc, &text, &rel);
-            previous = Some(Previous {
-                topics: header.topics,
-                request: user_plain,
-            });
-            out.written.push(Written {
-                chunk_id: id,
-                path,
-                record: index,
-                header_pending: header.backfill,
-            });
+                .collect(),
         }
-        Ok(Prepared {
-            key,
-            last_pair: fresh.last().map(|p| p.index),
-            outcome: out,
-            previous,
-        })
     }
 }
 

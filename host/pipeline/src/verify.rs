@@ -116,11 +116,37 @@ fn last_pair(turn_range: &str) -> u32 {
 /// and the index from the chunk files.
 pub fn run(root: &Path, indexer: Option<&dyn Indexer>, repair: bool) -> std::io::Result<Report> {
     let mut report = Report::default();
-    let problems = &mut report.problems;
-    let chunks = ChunkStore::new(root).scan(problems)?;
+    let chunks = ChunkStore::new(root).scan(&mut report.problems)?;
     report.chunk_files = chunks.len() as u32;
+    let by_id = unique(&chunks, &mut report.problems);
+    let on_disk: BTreeSet<&str> = by_id.keys().copied().collect();
+    let manifest_path = crate::root::Root::new(root).manifest();
+    let manifest = check_manifest(&manifest_path, &by_id, &on_disk, &mut report);
+    let in_index = indexer.and_then(|ix| check_index(ix, &on_disk, &mut report));
+    if !repair {
+        return Ok(report);
+    }
+    let problems_before = std::mem::take(&mut report.problems);
+    let m = repair_manifest(&manifest_path, manifest, &by_id, &on_disk, &mut report)?;
+    if let (Some(ix), Some(ids)) = (indexer, in_index) {
+        repair_index(ix, ids, &by_id, &on_disk, &mut report)?;
+    }
+    // What repair cannot fix: broken or duplicated chunk files need a human.
+    report.problems = problems_before
+        .into_iter()
+        .filter(|p| matches!(p.kind, "unparsable" | "invalid-field" | "duplicate-id"))
+        .collect();
+    report.manifest_chunks = m.chunk_count() as u32;
+    Ok(report)
+}
+
+/// The chunks by id, each checked; a second file with an id is a problem.
+fn unique<'s>(
+    chunks: &'s [Scanned],
+    problems: &mut Vec<Problem>,
+) -> BTreeMap<&'s str, &'s Scanned> {
     let mut by_id: BTreeMap<&str, &Scanned> = BTreeMap::new();
-    for s in &chunks {
+    for s in chunks {
         check_fields(s, problems);
         let id = s.doc.frontmatter.chunk_id.as_str();
         if let Some(first) = by_id.insert(id, s) {
@@ -132,87 +158,106 @@ pub fn run(root: &Path, indexer: Option<&dyn Indexer>, repair: bool) -> std::io:
             );
         }
     }
-    let on_disk: BTreeSet<&str> = by_id.keys().copied().collect();
+    by_id
+}
 
-    let manifest_path = crate::root::Root::new(root).manifest();
-    let mut manifest = match Manifest::load(&manifest_path) {
-        Ok(m) => Some(m),
+/// The manifest (`None` when it cannot be read, a problem), compared with
+/// the chunk files.
+fn check_manifest(
+    path: &Path,
+    by_id: &BTreeMap<&str, &Scanned>,
+    on_disk: &BTreeSet<&str>,
+    report: &mut Report,
+) -> Option<Manifest> {
+    let problems = &mut report.problems;
+    let m = match Manifest::load(path) {
+        Ok(m) => m,
         Err(e) => {
             push(problems, "manifest", MANIFEST_FILE, e.to_string());
-            None
+            return None;
         }
     };
-    if let Some(m) = &manifest {
-        let known = m.chunk_ids();
-        report.manifest_chunks = known.len() as u32;
-        for id in known.difference(&on_disk) {
-            push(
-                problems,
-                "missing-file",
-                id,
-                "the manifest lists this chunk but no chunk file has it".into(),
-            );
-        }
-        for id in on_disk.difference(&known) {
-            push(
-                problems,
-                "not-in-manifest",
-                id,
-                format!("`{}` is not recorded in the manifest", by_id[id].rel),
-            );
-        }
+    let known = m.chunk_ids();
+    report.manifest_chunks = known.len() as u32;
+    for id in known.difference(on_disk) {
+        push(
+            problems,
+            "missing-file",
+            id,
+            "the manifest lists this chunk but no chunk file has it".into(),
+        );
     }
+    for id in on_disk.difference(&known) {
+        push(
+            problems,
+            "not-in-manifest",
+            id,
+            format!("`{}` is not recorded in the manifest", by_id[id].rel),
+        );
+    }
+    Some(m)
+}
 
-    let mut in_index = None;
-    if let Some(ix) = indexer {
-        match ix.ids() {
-            Ok(ids) => {
-                report.index_chunks = Some(ids.len() as u64);
-                for id in on_disk.iter().filter(|id| !ids.contains(**id)) {
-                    push(
-                        problems,
-                        "not-indexed",
-                        id,
-                        "the index lacks this chunk".into(),
-                    );
-                }
-                for id in ids.iter().filter(|id| !on_disk.contains(id.as_str())) {
-                    push(
-                        problems,
-                        "orphan-in-index",
-                        id,
-                        "the index has this chunk but no chunk file does".into(),
-                    );
-                }
-                in_index = Some(ids);
-            }
-            Err(e) => push(problems, "index", "index", e.to_string()),
+/// The index's chunk ids (`None` when it cannot say, a problem), compared
+/// with the chunk files.
+fn check_index(
+    ix: &dyn Indexer,
+    on_disk: &BTreeSet<&str>,
+    report: &mut Report,
+) -> Option<BTreeSet<String>> {
+    let problems = &mut report.problems;
+    let ids = match ix.ids() {
+        Ok(ids) => ids,
+        Err(e) => {
+            push(problems, "index", "index", e.to_string());
+            return None;
         }
+    };
+    report.index_chunks = Some(ids.len() as u64);
+    for id in on_disk.iter().filter(|id| !ids.contains(**id)) {
+        push(
+            problems,
+            "not-indexed",
+            id,
+            "the index lacks this chunk".into(),
+        );
     }
+    for id in ids.iter().filter(|id| !on_disk.contains(id.as_str())) {
+        push(
+            problems,
+            "orphan-in-index",
+            id,
+            "the index has this chunk but no chunk file does".into(),
+        );
+    }
+    Some(ids)
+}
 
-    if !repair {
-        return Ok(report);
-    }
-    let problems_before = report.problems.clone();
-    let repaired = &mut report.repaired;
-    // The manifest: chunk records follow the files. File records keep
-    // their hashes (so unchanged inputs stay unchanged) but lose chunks
-    // whose files are gone.
+/// The manifest's chunk records brought in line with the chunk files (a
+/// new one when it could not be read). File records keep their hashes (so
+/// unchanged inputs stay unchanged) but lose chunks whose files are gone.
+fn repair_manifest(
+    path: &Path,
+    manifest: Option<Manifest>,
+    by_id: &BTreeMap<&str, &Scanned>,
+    on_disk: &BTreeSet<&str>,
+    report: &mut Report,
+) -> std::io::Result<Manifest> {
     let rebuilt = manifest.is_none();
-    let m = manifest.get_or_insert_with(Manifest::new);
+    let mut m = manifest.unwrap_or_default();
     let mut changed = rebuilt;
-    for conv in m.conversations.values_mut() {
-        let before = conv.chunk_ids.len();
-        conv.chunk_ids.retain(|id| on_disk.contains(id.as_str()));
-        changed |= conv.chunk_ids.len() != before;
-    }
-    for file in m.files.values_mut() {
-        let before = file.chunk_ids.len();
-        file.chunk_ids.retain(|id| on_disk.contains(id.as_str()));
-        changed |= file.chunk_ids.len() != before;
+    for ids in m
+        .conversations
+        .values_mut()
+        .map(|c| &mut c.chunk_ids)
+        .chain(m.files.values_mut().map(|f| &mut f.chunk_ids))
+    {
+        let before = ids.len();
+        ids.retain(|id| on_disk.contains(id.as_str()));
+        changed |= ids.len() != before;
     }
     let known: BTreeSet<String> = m.chunk_ids().into_iter().map(str::to_string).collect();
-    for (id, s) in &by_id {
+    for (id, s) in by_id {
         let fm = &s.doc.frontmatter;
         let conv = m
             .conversations
@@ -229,42 +274,48 @@ pub fn run(root: &Path, indexer: Option<&dyn Indexer>, repair: bool) -> std::io:
         }
     }
     if changed {
-        m.save(&manifest_path).map_err(std::io::Error::other)?;
-        repaired.push(if rebuilt {
-            format!("rebuilt the manifest from {} chunk files", chunks.len())
+        m.save(path).map_err(std::io::Error::other)?;
+        report.repaired.push(if rebuilt {
+            format!(
+                "rebuilt the manifest from {} chunk files",
+                report.chunk_files
+            )
         } else {
             "brought the manifest's chunk records in line with the chunk files".into()
         });
     }
-    // The index: add what it lacks, drop what has no file.
-    if let (Some(ix), Some(ids)) = (indexer, in_index) {
-        let missing = by_id
-            .iter()
-            .filter(|(id, _)| !ids.contains(**id))
-            .map(|(_, s)| *s);
-        let indexed = reindex_from_files(ix, missing).map_err(std::io::Error::other)?;
-        let orphans: Vec<String> = ids
-            .into_iter()
-            .filter(|id| !on_disk.contains(id.as_str()))
-            .collect();
-        if !orphans.is_empty() {
-            ix.remove(&orphans).map_err(std::io::Error::other)?;
-        }
-        if indexed > 0 || !orphans.is_empty() {
-            repaired.push(format!(
-                "indexed {indexed} chunks the index lacked, removed {} it had without a file",
-                orphans.len()
-            ));
-        }
-        report.index_chunks = ix.count().ok();
-    }
-    // What repair cannot fix: broken or duplicated chunk files need a human.
-    report.problems = problems_before
+    Ok(m)
+}
+
+/// The index brought in line with the chunk files: what it lacks indexed,
+/// what has no file removed.
+fn repair_index(
+    ix: &dyn Indexer,
+    ids: BTreeSet<String>,
+    by_id: &BTreeMap<&str, &Scanned>,
+    on_disk: &BTreeSet<&str>,
+    report: &mut Report,
+) -> std::io::Result<()> {
+    let missing = by_id
+        .iter()
+        .filter(|(id, _)| !ids.contains(**id))
+        .map(|(_, s)| *s);
+    let indexed = reindex_from_files(ix, missing).map_err(std::io::Error::other)?;
+    let orphans: Vec<String> = ids
         .into_iter()
-        .filter(|p| matches!(p.kind, "unparsable" | "invalid-field" | "duplicate-id"))
+        .filter(|id| !on_disk.contains(id.as_str()))
         .collect();
-    report.manifest_chunks = m.chunk_count() as u32;
-    Ok(report)
+    if !orphans.is_empty() {
+        ix.remove(&orphans).map_err(std::io::Error::other)?;
+    }
+    if indexed > 0 || !orphans.is_empty() {
+        report.repaired.push(format!(
+            "indexed {indexed} chunks the index lacked, removed {} it had without a file",
+            orphans.len()
+        ));
+    }
+    report.index_chunks = ix.count().ok();
+    Ok(())
 }
 
 #[cfg(test)]

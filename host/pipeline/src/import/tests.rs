@@ -3,6 +3,8 @@
 use super::record::Hashing;
 use super::*;
 use crate::header::ExtractiveWriter;
+use crate::manifest::ConversationRecord;
+use crate::root::Root;
 use chatmill_runtime::{AdapterSet, Limits, Runtime};
 
 /// An import of `inputs` into `root`, with the defaults.
@@ -57,7 +59,7 @@ fn chunks_another_writer_records_during_an_import_are_indexed_by_it() {
         let Progress::File { index: 1, .. } = p else {
             return;
         };
-        let path = crate::root::Root::new(&root).manifest();
+        let path = Root::new(&root).manifest();
         let mut m = Manifest::load(&path).unwrap();
         let first = m.chunk_ids().into_iter().next().unwrap().to_string();
         let text = std::fs::read_to_string(root.join(format!("{first}.md"))).unwrap();
@@ -68,7 +70,7 @@ fn chunks_another_writer_records_during_an_import_are_indexed_by_it() {
         .unwrap();
         m.conversations.insert(
             "local:other".into(),
-            crate::manifest::ConversationRecord {
+            ConversationRecord {
                 last_pair: 1,
                 chunk_ids: vec![other.into()],
             },
