@@ -59,11 +59,13 @@ struct Stopwords {
 }
 
 impl Stopwords {
+    #[inline]
     fn bit(word: &[u8]) -> Option<(usize, u64)> {
         let (&a, b) = (word.first()?, word.get(1).copied().unwrap_or(0));
         Some((usize::from(a % 64), 1 << (b % 64)))
     }
 
+    #[inline]
     fn contains(&self, lower: &str) -> bool {
         let (Some((row, bit)), Some(starts)) =
             (Self::bit(lower.as_bytes()), self.starts.get(lower.len()))
@@ -85,11 +87,13 @@ impl Stopwords {
     }
 }
 
+#[inline]
 fn stopwords() -> &'static Stopwords {
     static SET: std::sync::OnceLock<Stopwords> = std::sync::OnceLock::new();
     SET.get_or_init(|| Stopwords::of(STOPWORDS))
 }
 
+#[inline]
 fn foreign_stopwords() -> &'static Stopwords {
     static SET: std::sync::OnceLock<Stopwords> = std::sync::OnceLock::new();
     SET.get_or_init(|| Stopwords::of(FOREIGN_STOPWORDS))
@@ -97,10 +101,12 @@ fn foreign_stopwords() -> &'static Stopwords {
 
 /// Whether the word `t` (lowercased: `lower`; `upper_after_first`: it has
 /// a capital past its first char, as acronyms do) is a stopword.
+#[inline]
 pub(super) fn is_stopword(lower: &str, upper_after_first: bool) -> bool {
     stopwords().contains(lower) || (!upper_after_first && foreign_stopwords().contains(lower))
 }
 
+#[inline]
 pub(super) fn upper_after_first(t: &str) -> bool {
     if t.is_ascii() {
         t.as_bytes().iter().skip(1).any(u8::is_ascii_uppercase)
@@ -131,6 +137,7 @@ const ASCII_SEPARATORS: [bool; 128] = {
     table
 };
 
+#[inline]
 pub(super) fn is_separator(c: char) -> bool {
     if c.is_ascii() {
         ASCII_SEPARATORS[c as usize]
@@ -151,6 +158,7 @@ pub(super) fn is_separator(c: char) -> bool {
 /// The pieces of `text` between separators, as `text.split(is_separator)`
 /// finds them: a byte scan that decodes only non-ASCII chars (the split's
 /// char-by-char search would be most of the tokenizer's time).
+#[inline]
 fn pieces(text: &str) -> impl Iterator<Item = &str> {
     let b = text.as_bytes();
     let mut pos = 0;
@@ -181,6 +189,7 @@ fn pieces(text: &str) -> impl Iterator<Item = &str> {
 }
 
 /// Words, keeping identifiers (`src/totals.rs`, `snake_case`, `C++`) whole.
+#[inline]
 pub(super) fn tokens(text: &str) -> impl Iterator<Item = &str> {
     pieces(text)
         .map(|t| t.trim_matches(['.', '-', '#']))
@@ -196,6 +205,7 @@ pub(super) fn tokens(text: &str) -> impl Iterator<Item = &str> {
         })
 }
 
+#[inline]
 pub(super) fn is_identifier(t: &str) -> bool {
     let b = t.as_bytes();
     b.iter().any(|b| matches!(b, b'_' | b'/' | b'.'))
@@ -207,6 +217,7 @@ pub(super) fn is_identifier(t: &str) -> bool {
 }
 
 /// `t` lowercased, borrowed when it already is.
+#[inline]
 pub(super) fn lowercase(t: &str) -> Cow<'_, str> {
     let upper = if t.is_ascii() {
         t.bytes().any(|b| b.is_ascii_uppercase())
@@ -221,6 +232,7 @@ pub(super) fn lowercase(t: &str) -> Cow<'_, str> {
 }
 
 /// The longest prefix of `s` with at most `n` chars.
+#[inline]
 pub(super) fn prefix_chars(s: &str, n: usize) -> &str {
     // No more bytes than `n`: no more chars either (most texts).
     if s.len() <= n {
