@@ -141,9 +141,9 @@ pub struct Processor<'a> {
 }
 
 /// The chunk ids already recorded, kept as 128-bit hashes: ~20 bytes an id
-/// where a set of the strings took ~100 (the manifest lists every id twice
-/// already, so this set was a third of what an import holds per chunk). Two
-/// ids share a hash with odds of ~10⁻²⁷ among a million.
+/// where a set of the strings would take ~100 (the manifest lists every id
+/// twice already; a third copy would be a third of what an import holds
+/// per chunk). Two ids share a hash with odds of ~10⁻²⁷ among a million.
 #[derive(Default)]
 struct Known(rustc_hash::FxHashSet<u128>);
 

@@ -79,15 +79,16 @@ pub(super) fn import_one<'i>(w: &mut Work<'_, '_>, item: &'i Item) -> Option<&'i
 
 /// Imports an input the manifest does not have. Its hash decides nothing
 /// (it is read in any case), so it is not waited for: a file is hashed on a
-/// thread of its own beside the parse (a 160 MB export's hash was a tenth
-/// of a second with one core idle), a zip entry while it is copied out
-/// (it was inflated twice, once for the hash and once for the copy).
+/// thread of its own beside the parse (a 160 MB export's hash takes a tenth
+/// of a second of a core that would otherwise be idle), a zip entry while
+/// it is copied out (so it is inflated once, not once for the hash and
+/// again for the copy).
 fn import_new<'i>(w: &mut Work<'_, '_>, item: &'i Item) -> Option<&'i Item> {
     let inventory::Source::File(path) = &item.source else {
         return import_parsed(w, ((item, Digest::InCopy), None));
     };
-    // Opened, not only listed: a file that cannot be read is reported as
-    // it was when its hash came first.
+    // Opened, not only listed: a file that cannot be read is reported
+    // before its parse starts.
     let listed = match fs_err::File::open(path).and_then(|f| f.metadata()) {
         Ok(m) => (m.len(), m.modified().ok()),
         Err(e) => {
