@@ -3,13 +3,6 @@
 
 use crate::support::*;
 
-fn chatgpt_export(env: &Env) -> String {
-    let bytes = std::fs::read(corpus("chatgpt/librechat-chatgpt-export.json")).unwrap();
-    env.write("in/conversations.json", bytes)
-        .display()
-        .to_string()
-}
-
 #[test]
 fn an_import_whose_only_problem_is_a_skipped_file_exits_0_and_lists_it() {
     let env = Env::new();

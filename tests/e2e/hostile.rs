@@ -539,13 +539,6 @@ fn skip_reasons_are_bounded_and_counts_saturate() {
     assert_eq!(written(&s), 1, "{s:#}");
 }
 
-fn chatgpt_export(env: &Env) -> String {
-    let bytes = std::fs::read(corpus("chatgpt/librechat-chatgpt-export.json")).unwrap();
-    env.write("in/conversations.json", bytes)
-        .display()
-        .to_string()
-}
-
 // An adapter that claims every file and a built-in's format id never takes
 // that format's files from the built-in, and is warned about; forced with
 // `--adapter-id`, it gets the file (and declines it).

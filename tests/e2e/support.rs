@@ -172,3 +172,12 @@ pub fn entry<'a>(parsed: &'a serde_json::Value, suffix: &str) -> &'a serde_json:
         .find(|e| e["input"].as_str().unwrap().ends_with(suffix))
         .unwrap_or_else(|| panic!("no entry for {suffix} in {parsed:#}"))
 }
+
+/// A real ChatGPT export from the corpus, written to `in/conversations.json`
+/// in `env`; its path.
+pub fn chatgpt_export(env: &Env) -> String {
+    let bytes = std::fs::read(corpus("chatgpt/librechat-chatgpt-export.json")).unwrap();
+    env.write("in/conversations.json", bytes)
+        .display()
+        .to_string()
+}
