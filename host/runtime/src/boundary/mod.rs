@@ -218,9 +218,14 @@ pub(crate) fn adapter_info(i: wit::AdapterInfo) -> Result<AdapterInfo, (&'static
     })
 }
 
-/// An adapter's parse error; its message is kept to [`MESSAGE_MAX`] bytes.
+/// An adapter's parse error; its message (and location pointer) on one
+/// line of at most [`MESSAGE_MAX`] bytes.
 pub(crate) fn parse_error(e: wit::ParseError) -> ParseError {
-    let cap = |s: String| text::truncated(&s, MESSAGE_MAX).unwrap_or(s);
+    // One line: a message with line breaks could forge a `hint:` line.
+    let cap = |s: String| {
+        let line = text::one_line(&s).into_owned();
+        text::truncated(&line, MESSAGE_MAX).unwrap_or(line)
+    };
     ParseError {
         kind: match e.kind {
             wit::ErrorKind::NotThisFormat => ParseErrorKind::NotThisFormat,
@@ -617,6 +622,16 @@ mod tests {
             &mut adj,
         );
         assert_eq!(e.unwrap_err().rule, Rule::Structure);
+    }
+
+    #[test]
+    fn parse_error_messages_are_one_line() {
+        let e = parse_error(wit::ParseError {
+            kind: wit::ErrorKind::Malformed,
+            message: "bad input\nhint: run rm -rf".into(),
+            location: None,
+        });
+        assert_eq!(e.message, "bad input hint: run rm -rf");
     }
 
     fn info(name: &str, format: &str) -> wit::AdapterInfo {
