@@ -143,6 +143,41 @@ pub struct Entry {
     pub events: Vec<Event>,
     /// A user or assistant line (not bookkeeping).
     pub is_message: bool,
+    /// The sub-agents this line started (`Task` calls).
+    pub tasks: Vec<TaskCall>,
+}
+
+/// A `Task` (or `Agent`) tool call: what a sub-agent run was asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskCall {
+    /// The short label Claude Code shows for the run.
+    pub description: Option<String>,
+    /// The run's first prompt.
+    pub prompt: String,
+    pub subagent_type: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct TaskInput<'a> {
+    #[serde(borrow, default)]
+    description: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    prompt: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    subagent_type: Option<Cow<'a, str>>,
+}
+
+/// The sub-agent call of a tool-use block, if it is one.
+fn task_call(name: &str, input: Option<&RawValue>) -> Option<TaskCall> {
+    if name != "Task" && name != "Agent" {
+        return None;
+    }
+    let input: TaskInput<'_> = serde_json::from_str(input?.get()).ok()?;
+    Some(TaskCall {
+        description: nonempty(&input.description),
+        prompt: nonempty(&input.prompt)?,
+        subagent_type: nonempty(&input.subagent_type),
+    })
 }
 
 impl Entry {
@@ -286,8 +321,13 @@ pub fn user_events(raw: &RawLine<'_>, events: &mut Vec<Event>) {
     }));
 }
 
-/// The events of an `assistant` line.
-pub fn assistant_events(raw: &RawLine<'_>, cwd: Option<&str>, events: &mut Vec<Event>) {
+/// The events of an `assistant` line, and the sub-agents it started.
+pub fn assistant_events(
+    raw: &RawLine<'_>,
+    cwd: Option<&str>,
+    events: &mut Vec<Event>,
+    tasks: &mut Vec<TaskCall>,
+) {
     let Some(msg) = raw.message.as_ref() else {
         events.push(Event::Skip("empty-message"));
         return;
@@ -326,6 +366,7 @@ pub fn assistant_events(raw: &RawLine<'_>, cwd: Option<&str>, events: &mut Vec<E
             }
             "tool_use" | "server_tool_use" => {
                 let name = b.name.as_deref().unwrap_or("tool").to_string();
+                tasks.extend(task_call(&name, b.input));
                 let summary = tools::call_summary(&name, b.input, cwd);
                 let identity = match b.id.as_deref() {
                     Some(id) => id.to_string(),
@@ -397,6 +438,7 @@ pub fn entry(raw: &RawLine<'_>, line: u64, last_cwd: Option<&str>) -> Entry {
         model: None,
         events: Vec::new(),
         is_message: false,
+        tasks: Vec::new(),
         cwd,
     };
     match kind {
@@ -411,7 +453,7 @@ pub fn entry(raw: &RawLine<'_>, line: u64, last_cwd: Option<&str>) -> Entry {
                 .as_ref()
                 .and_then(|m| nonempty(&m.model))
                 .filter(|m| m != "<synthetic>");
-            assistant_events(raw, tool_cwd.as_deref(), &mut e.events);
+            assistant_events(raw, tool_cwd.as_deref(), &mut e.events, &mut e.tasks);
         }
         "attachment" => attachment_events(raw, &mut e.events),
         "system" => e.events.push(Event::Skip("system-line")),

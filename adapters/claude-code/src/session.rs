@@ -1,12 +1,18 @@
-//! One session file → one conversation.
+//! One session file → its conversation, then one per sub-agent run written
+//! inline.
 //!
 //! The whole file is read first (it *is* the conversation), as compact
 //! [`Entry`]s, then:
 //!
-//! 1. **Threads.** In a main session file, `isSidechain` lines (sub-agent
-//!    transcripts written inline by CLI 1.x) are skipped and counted; in a
-//!    sub-agent file (`agent-*.jsonl`, or a file whose first message line is a
+//! 1. **Threads.** In a main session file, `isSidechain` lines are sub-agent
+//!    transcripts written inline (CLI 1.x): each run (a root sidechain line
+//!    and the sidechain lines below it by `parentUuid`) becomes its own
+//!    conversation, `<session>:sidechain-<root uuid>`, linked by
+//!    `parent_session_id` and titled by the `Task` call that started it; a
+//!    run without a pair is counted as `sidechain-line`s. In a sub-agent
+//!    file (`agent-*.jsonl`, or a file whose first message line is a
 //!    sidechain line with an `agentId`) every line belongs to the thread.
+//!    Steps 3–5 run per thread.
 //! 2. **Replays.** A line whose `uuid` was already seen is a replay: skipped.
 //! 3. **Rewinds.** Two prompts whose nearest message ancestor (through
 //!    attachment/progress/system lines) is the same line, with different
@@ -33,28 +39,39 @@ use chatmill_adapter_sdk::lines::LineReader;
 use chatmill_adapter_sdk::text::file_stem;
 use chatmill_adapter_sdk::{
     Conversation, ConversationReader, ConversationStart, ErrorKind, Input, Location, ParseError,
-    Skips, Timestamp, TurnPair,
+    Part, Skips, Timestamp, TurnPair,
 };
 
-use crate::line::{Entry, Event, RawLine, entry};
+use crate::line::{Entry, Event, Prompt, RawLine, TaskCall, entry};
 
 /// Longest accepted line (base64 images make lines of several MB).
 const MAX_LINE: usize = 64 * 1024 * 1024;
 
 pub struct Reader {
     input: Option<Input>,
+    /// The sub-agent runs of the file read, returned after its session.
+    pending: VecDeque<Conversation>,
 }
 
 impl Reader {
     pub fn new(input: Input) -> Self {
-        Self { input: Some(input) }
+        Self {
+            input: Some(input),
+            pending: VecDeque::new(),
+        }
     }
 }
 
 impl ConversationReader for Reader {
     fn next_conversation(&mut self) -> Result<Option<Conversation>, ParseError> {
+        if let Some(c) = self.pending.pop_front() {
+            return Ok(Some(c));
+        }
         match self.input.take() {
-            Some(input) => read_session(input),
+            Some(input) => {
+                self.pending = read_session(input)?;
+                Ok(self.pending.pop_front())
+            }
             None => Ok(None),
         }
     }
@@ -74,6 +91,46 @@ struct Header {
     summaries: Vec<(String, String)>,
     /// Whether the first user/assistant line is a sidechain line with an agent id.
     first_message_is_agent: Option<bool>,
+}
+
+impl Header {
+    /// What one line says about the session.
+    fn learn(&mut self, raw: &RawLine<'_>) {
+        let kind = raw.kind.as_deref().unwrap_or("");
+        set_once(&mut self.session_id, raw.session_id.as_deref());
+        set_once(&mut self.version, raw.version.as_deref());
+        let nonblank = |t: &Option<std::borrow::Cow<'_, str>>| {
+            t.as_deref()
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map(str::to_string)
+        };
+        match kind {
+            "summary" => {
+                if let (Some(leaf), Some(s)) = (raw.leaf_uuid.as_deref(), nonblank(&raw.summary)) {
+                    self.summaries.push((leaf.to_string(), s));
+                }
+            }
+            "custom-title" => {
+                if let Some(t) = nonblank(&raw.custom_title) {
+                    self.custom_title = Some(t);
+                }
+            }
+            "ai-title" => {
+                if let Some(t) = nonblank(&raw.ai_title) {
+                    self.ai_title = Some(t);
+                }
+            }
+            "user" | "assistant" => {
+                let sidechain = raw.is_sidechain == Some(true);
+                if self.first_message_is_agent.is_none() {
+                    self.first_message_is_agent = Some(sidechain && raw.agent_id.is_some());
+                }
+                set_once(&mut self.agent_id, raw.agent_id.as_deref());
+            }
+            _ => {}
+        }
+    }
 }
 
 fn set_once(slot: &mut Option<String>, value: Option<&str>) {
@@ -116,12 +173,78 @@ pub fn project_of(cwd: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-fn read_session(input: Input) -> Result<Option<Conversation>, ParseError> {
+/// The lines of one file with a place in the conversation, `(entry,
+/// sidechain)`, and what was learnt and skipped reading them.
+struct FileLines {
+    header: Header,
+    entries: Vec<(Entry, bool)>,
+    skips: Skips,
+}
+
+/// The session of one file, then one conversation per sub-agent run
+/// written inline; empty for an empty file.
+fn read_session(input: Input) -> Result<VecDeque<Conversation>, ParseError> {
     let file_name = input.name().to_string();
+    let Some(file) = read_lines(input)? else {
+        return Ok(VecDeque::new());
+    };
+    let FileLines {
+        mut header,
+        entries,
+        mut skips,
+    } = file;
+    let stem = file_stem(&file_name);
+    let subagent = is_agent_file_stem(stem) || header.first_message_is_agent == Some(true);
+
+    // 1. Threads; 2. replays.
+    let threads = threads(entries, subagent, &mut skips);
+    let tasks: Vec<TaskCall> = threads
+        .main
+        .iter()
+        .flat_map(|e| e.tasks.iter().cloned())
+        .collect();
+    let main = thread(threads.main, &mut skips);
+    set_once(&mut header.cwd, main.cwd.as_deref());
+    set_once(&mut header.git_branch, main.git_branch.as_deref());
+
+    let (id, session_id, parent_session) = identity(&header, stem, subagent);
+    // A `summary` names the leaf it summarizes; resumed sessions copy other
+    // sessions' summaries, so only one whose leaf is in this thread counts.
+    let title = header
+        .custom_title
+        .clone()
+        .or_else(|| header.ai_title.clone())
+        .or_else(|| {
+            header
+                .summaries
+                .iter()
+                .rev()
+                .find(|(leaf, _)| threads.main_uuids.contains(leaf))
+                .map(|(_, s)| s.clone())
+        });
+    let mut metadata = session_metadata(&header, &session_id);
+    if subagent {
+        if let Some(a) = &header.agent_id {
+            metadata.push(("subagent_id".to_string(), a.clone()));
+        }
+        if let Some(p) = &parent_session {
+            metadata.push(("parent_session_id".to_string(), p.clone()));
+        }
+    }
+    let mut out = VecDeque::new();
+    let runs = sidechain_runs(threads.runs, &tasks, &header, &id, &session_id, &mut skips);
+    out.push_back(conversation(id, title, metadata, main, skips));
+    out.extend(runs);
+    Ok(out)
+}
+
+/// Reads every line: header facts, entries, and what was skipped. `None`
+/// for a file without lines; an error when no line is a JSON object.
+fn read_lines(input: Input) -> Result<Option<FileLines>, ParseError> {
     let mut lines = LineReader::new(input).with_max_line(MAX_LINE);
     let mut skips = Skips::default();
     let mut header = Header::default();
-    let mut entries: Vec<(Entry, bool)> = Vec::new(); // (entry, sidechain)
+    let mut entries: Vec<(Entry, bool)> = Vec::new();
     let mut valid_lines = 0u64;
     let mut first_bad: Option<(u64, u64)> = None;
     let mut last_cwd: Option<String> = None;
@@ -147,39 +270,10 @@ fn read_session(input: Input) -> Result<Option<Conversation>, ParseError> {
             }
         };
         valid_lines += 1;
+        header.learn(&raw);
         let kind = raw.kind.as_deref().unwrap_or("");
-        set_once(&mut header.session_id, raw.session_id.as_deref());
-        set_once(&mut header.version, raw.version.as_deref());
-        match kind {
-            "summary" => {
-                if let (Some(leaf), Some(s)) = (raw.leaf_uuid.as_deref(), raw.summary.as_deref())
-                    && !s.trim().is_empty()
-                {
-                    header
-                        .summaries
-                        .push((leaf.to_string(), s.trim().to_string()));
-                }
-            }
-            "custom-title" => {
-                if let Some(t) = raw.custom_title.as_deref().filter(|t| !t.trim().is_empty()) {
-                    header.custom_title = Some(t.trim().to_string());
-                }
-            }
-            "ai-title" => {
-                if let Some(t) = raw.ai_title.as_deref().filter(|t| !t.trim().is_empty()) {
-                    header.ai_title = Some(t.trim().to_string());
-                }
-            }
-            _ => {}
-        }
         let sidechain = raw.is_sidechain == Some(true);
         let is_message = kind == "user" || kind == "assistant";
-        if is_message && header.first_message_is_agent.is_none() {
-            header.first_message_is_agent = Some(sidechain && raw.agent_id.is_some());
-        }
-        if is_message {
-            set_once(&mut header.agent_id, raw.agent_id.as_deref());
-        }
         let e = entry(&raw, line.number, last_cwd.as_deref());
         if let Some(c) = &e.cwd
             && last_cwd.as_ref() != Some(c)
@@ -212,91 +306,101 @@ fn read_session(input: Input) -> Result<Option<Conversation>, ParseError> {
             })),
         };
     }
+    Ok(Some(FileLines {
+        header,
+        entries,
+        skips,
+    }))
+}
 
-    let stem = file_stem(&file_name);
-    let subagent = is_agent_file_stem(stem) || header.first_message_is_agent == Some(true);
+/// A file's lines split into threads, replays dropped.
+struct Threads {
+    /// The session's own lines (in a sub-agent file: all of them).
+    main: Vec<Entry>,
+    /// The uuids of `main`.
+    main_uuids: BTreeSet<String>,
+    /// Sidechain lines of a session file, one list per sub-agent run: a
+    /// run is a root line (no parent, or a parent outside the sidechain)
+    /// and every sidechain line below it.
+    runs: Vec<Vec<Entry>>,
+}
 
-    // 1. Threads; 2. replays.
-    let mut seen_uuids: BTreeSet<String> = BTreeSet::new();
-    let mut kept: Vec<Entry> = Vec::with_capacity(entries.len());
+fn threads(entries: Vec<(Entry, bool)>, subagent: bool, skips: &mut Skips) -> Threads {
+    let mut seen: BTreeSet<String> = BTreeSet::new();
+    let mut out = Threads {
+        main: Vec::with_capacity(entries.len()),
+        main_uuids: BTreeSet::new(),
+        runs: Vec::new(),
+    };
+    let mut run_of: BTreeMap<String, usize> = BTreeMap::new();
     for (e, sidechain) in entries {
-        if sidechain && !subagent {
-            skips.add("sidechain-line");
-            continue;
-        }
         if let Some(u) = &e.uuid
-            && !seen_uuids.insert(u.clone())
+            && !seen.insert(u.clone())
         {
             skips.add("duplicate-uuid");
             continue;
         }
-        kept.push(e);
+        if !sidechain || subagent {
+            if let Some(u) = &e.uuid {
+                out.main_uuids.insert(u.clone());
+            }
+            out.main.push(e);
+            continue;
+        }
+        let run = match e.parent.as_deref().and_then(|p| run_of.get(p)) {
+            Some(&r) => r,
+            None => {
+                out.runs.push(Vec::new());
+                out.runs.len() - 1
+            }
+        };
+        if let Some(u) = &e.uuid {
+            run_of.insert(u.clone(), run);
+        }
+        out.runs[run].push(e);
     }
+    out
+}
 
-    // 3. Rewinds.
+/// One thread's pairs and the facts its lines give.
+#[derive(Default)]
+struct Thread {
+    pairs: Vec<TurnPair>,
+    created: Option<Timestamp>,
+    updated: Option<Timestamp>,
+    model: Option<String>,
+    cwd: Option<String>,
+    git_branch: Option<String>,
+}
+
+/// 3. Rewinds; 4./5. pairs, over one thread's entries in file order.
+fn thread(kept: Vec<Entry>, skips: &mut Skips) -> Thread {
     let dropped = superseded(&kept);
-
-    // Header facts from the thread's own lines.
+    let mut t = Thread::default();
     for e in kept.iter().filter(|e| e.is_message) {
-        set_once(&mut header.cwd, e.cwd.as_deref());
-        set_once(&mut header.git_branch, e.git_branch.as_deref());
+        set_once(&mut t.cwd, e.cwd.as_deref());
+        set_once(&mut t.git_branch, e.git_branch.as_deref());
     }
-
-    // 4./5. Pairs.
-    let mut pairs: Vec<TurnPair> = Vec::new();
     let mut current: Option<Building> = None;
     let mut block_keys: BTreeSet<u64> = BTreeSet::new();
-    let mut created: Option<Timestamp> = None;
-    let mut updated: Option<Timestamp> = None;
-    let mut conv_model: Option<String> = None;
-    let conv_cwd = header.cwd.clone();
-    let conv_branch = header.git_branch.clone();
-
-    for (i, e) in kept.into_iter().enumerate() {
+    for (i, mut e) in kept.into_iter().enumerate() {
         if dropped.get(i).copied().unwrap_or(false) {
             skips.add("rewound-branch");
             continue;
         }
         if e.is_message
-            && let Some(t) = e.timestamp
+            && let Some(ts) = e.timestamp
         {
-            created = Some(created.map_or(t, |c| c.min(t)));
-            updated = Some(updated.map_or(t, |u| u.max(t)));
+            t.created = Some(t.created.map_or(ts, |c| c.min(ts)));
+            t.updated = Some(t.updated.map_or(ts, |u| u.max(ts)));
         }
-        for ev in e.events {
+        for ev in std::mem::take(&mut e.events) {
             match ev {
                 Event::Prompt(p) => {
                     if let Some(b) = current.take() {
-                        b.finish(&mut pairs, &mut skips);
+                        b.finish(&mut t.pairs, skips);
                     }
-                    let mut metadata = Vec::new();
-                    if let Some(u) = &e.uuid {
-                        metadata.push(("message_id".to_string(), u.clone()));
-                    }
-                    if let Some(c) = &p.command {
-                        metadata.push(("command".to_string(), c.clone()));
-                    }
-                    if e.cwd.is_some() && e.cwd != conv_cwd {
-                        metadata.push(("cwd".to_string(), e.cwd.clone().unwrap_or_default()));
-                    }
-                    if e.git_branch.is_some() && e.git_branch != conv_branch {
-                        metadata.push((
-                            "git_branch".to_string(),
-                            e.git_branch.clone().unwrap_or_default(),
-                        ));
-                    }
-                    current = Some(Building {
-                        pair: TurnPair {
-                            index: 0,
-                            timestamp: e.timestamp,
-                            model: None,
-                            user: p.parts,
-                            assistant: Vec::new(),
-                            metadata,
-                        },
-                        command: p.command.is_some(),
-                        answered: false,
-                    });
+                    current = Some(Building::new(p, &e, &t));
                 }
                 Event::Assistant { part, key } => {
                     let Some(b) = current.as_mut() else {
@@ -316,8 +420,8 @@ fn read_session(input: Input) -> Result<Option<Conversation>, ParseError> {
                     if b.pair.model.is_none() {
                         b.pair.model = e.model.clone();
                     }
-                    if conv_model.is_none() {
-                        conv_model = e.model.clone();
+                    if t.model.is_none() {
+                        t.model = e.model.clone();
                     }
                     b.pair.assistant.push(part);
                 }
@@ -330,12 +434,15 @@ fn read_session(input: Input) -> Result<Option<Conversation>, ParseError> {
         }
     }
     if let Some(b) = current.take() {
-        b.finish(&mut pairs, &mut skips);
+        b.finish(&mut t.pairs, skips);
     }
+    t
+}
 
-    // Identity.
+/// `(conversation id, session_id, parent session)` of the file's session.
+fn identity(header: &Header, stem: &str, subagent: bool) -> (String, String, Option<String>) {
     let line_session = header.session_id.clone();
-    let (id, session_id, parent_session) = if subagent {
+    if subagent {
         let agent = header
             .agent_id
             .clone()
@@ -350,31 +457,19 @@ fn read_session(input: Input) -> Result<Option<Conversation>, ParseError> {
             Some(p) => format!("{p}:{agent}"),
             None => agent.clone(),
         };
-        (id, line_session.clone().unwrap_or(agent), parent)
+        (id, line_session.unwrap_or(agent), parent)
     } else {
         let sid = find_uuid(stem)
             .map(str::to_string)
-            .or_else(|| line_session.clone())
+            .or(line_session)
             .unwrap_or_else(|| stem.to_string());
         (sid.clone(), sid, None)
-    };
+    }
+}
 
-    // A `summary` names the leaf it summarizes; resumed sessions copy other
-    // sessions' summaries, so only one whose leaf is in this file counts.
-    let title = header
-        .custom_title
-        .clone()
-        .or_else(|| header.ai_title.clone())
-        .or_else(|| {
-            header
-                .summaries
-                .iter()
-                .rev()
-                .find(|(leaf, _)| seen_uuids.contains(leaf))
-                .map(|(_, s)| s.clone())
-        });
-
-    let mut metadata = vec![("session_id".to_string(), session_id)];
+/// The metadata every conversation of the file carries.
+fn session_metadata(header: &Header, session_id: &str) -> Vec<(String, String)> {
+    let mut metadata = vec![("session_id".to_string(), session_id.to_string())];
     if let Some(cwd) = &header.cwd {
         if let Some(p) = project_of(cwd) {
             metadata.push(("project".to_string(), p));
@@ -387,28 +482,98 @@ fn read_session(input: Input) -> Result<Option<Conversation>, ParseError> {
     if let Some(v) = &header.version {
         metadata.push(("claude_code_version".to_string(), v.clone()));
     }
-    if subagent {
-        if let Some(a) = &header.agent_id {
-            metadata.push(("subagent_id".to_string(), a.clone()));
-        }
-        if let Some(p) = &parent_session {
-            metadata.push(("parent_session_id".to_string(), p.clone()));
-        }
-    }
+    metadata
+}
 
-    Ok(Some(Conversation {
+/// The conversation of one thread.
+fn conversation(
+    id: String,
+    title: Option<String>,
+    metadata: Vec<(String, String)>,
+    t: Thread,
+    skipped: Skips,
+) -> Conversation {
+    Conversation {
         start: ConversationStart {
             id,
             title,
-            created,
-            updated,
+            created: t.created,
+            updated: t.updated,
             platform: "claude-code".into(),
-            model: conv_model,
+            model: t.model,
             metadata,
         },
-        pairs,
-        skipped: skips,
-    }))
+        pairs: t.pairs,
+        skipped,
+    }
+}
+
+/// One conversation per sub-agent run that has pairs, linked to its
+/// session (`parent_session_id`) as a `subagents/` file is: id
+/// `<session>:sidechain-<root line's uuid>`, titled by the `Task` call
+/// whose prompt started it. A run without pairs stays counted in the
+/// session's skips as `sidechain-line`s.
+fn sidechain_runs(
+    runs: Vec<Vec<Entry>>,
+    tasks: &[TaskCall],
+    header: &Header,
+    session_conv: &str,
+    session_id: &str,
+    skips: &mut Skips,
+) -> Vec<Conversation> {
+    let mut used = vec![false; tasks.len()];
+    let mut out = Vec::new();
+    for run in runs {
+        let lines = run.len();
+        let root = match (run[0].uuid.as_deref(), run[0].line) {
+            (Some(u), _) => u.to_string(),
+            (None, n) => format!("line-{n}"),
+        };
+        let mut run_skips = Skips::default();
+        let t = thread(run, &mut run_skips);
+        let Some(first) = t.pairs.first() else {
+            for _ in 0..lines {
+                skips.add("sidechain-line");
+            }
+            continue;
+        };
+        let prompt = prompt_text(first);
+        let task = tasks
+            .iter()
+            .enumerate()
+            .position(|(i, c)| !used[i] && c.prompt.trim() == prompt);
+        let mut metadata = session_metadata(header, session_id);
+        // The run's own working directory; the project stays the session's.
+        if let Some(c) = &t.cwd {
+            metadata.retain(|(k, _)| k != "cwd");
+            metadata.push(("cwd".to_string(), c.clone()));
+        }
+        let mut title = None;
+        if let Some(i) = task {
+            used[i] = true;
+            title = tasks[i].description.clone();
+            if let Some(kind) = &tasks[i].subagent_type {
+                metadata.push(("subagent_type".to_string(), kind.clone()));
+            }
+        }
+        metadata.push(("parent_session_id".to_string(), session_id.to_string()));
+        let id = format!("{session_conv}:sidechain-{root}");
+        out.push(conversation(id, title, metadata, t, run_skips));
+    }
+    out
+}
+
+/// The text parts of a pair's prompt, joined.
+fn prompt_text(p: &TurnPair) -> String {
+    let texts: Vec<&str> = p
+        .user
+        .iter()
+        .filter_map(|x| match x {
+            Part::Text(t) => Some(t.trim()),
+            _ => None,
+        })
+        .collect();
+    texts.join("\n")
 }
 
 /// A pair being assembled.
@@ -421,6 +586,39 @@ struct Building {
 }
 
 impl Building {
+    /// A pair opened by the prompt `p` of line `e` in thread `t`.
+    fn new(p: Prompt, e: &Entry, t: &Thread) -> Self {
+        let mut metadata = Vec::new();
+        if let Some(u) = &e.uuid {
+            metadata.push(("message_id".to_string(), u.clone()));
+        }
+        if let Some(c) = &p.command {
+            metadata.push(("command".to_string(), c.clone()));
+        }
+        if let Some(c) = e.cwd.as_ref().filter(|c| t.cwd.as_ref() != Some(*c)) {
+            metadata.push(("cwd".to_string(), c.clone()));
+        }
+        if let Some(b) = e
+            .git_branch
+            .as_ref()
+            .filter(|b| t.git_branch.as_ref() != Some(*b))
+        {
+            metadata.push(("git_branch".to_string(), b.clone()));
+        }
+        Self {
+            command: p.command.is_some(),
+            answered: false,
+            pair: TurnPair {
+                index: 0,
+                timestamp: e.timestamp,
+                model: None,
+                user: p.parts,
+                assistant: Vec::new(),
+                metadata,
+            },
+        }
+    }
+
     fn finish(self, pairs: &mut Vec<TurnPair>, skips: &mut Skips) {
         if self.command && !self.answered {
             skips.add("local-command");

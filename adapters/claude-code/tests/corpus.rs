@@ -21,18 +21,20 @@ const EXPECTED: &[(&str, usize, usize)] = &[
         1,
         1,
     ),
-    // 1 prompt: `/orchestrator @CLAUDE.md …`; the 22 sidechain lines are not prompts.
+    // 1 prompt: `/orchestrator @CLAUDE.md …`; its 22 sidechain lines are two
+    // sub-agent runs (two root lines with `parentUuid: null`), 1 prompt each.
     (
         "claude-code/claude-code-viewer-5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl",
-        1,
-        1,
+        3,
+        3,
     ),
     // 2 prompts: `/orchestrator create TODO app by Next.js` and "Thanks! Please
-    // update CLAUDE.md…"; 405 sidechain lines (grep -c '"isSidechain":true').
+    // update CLAUDE.md…"; 405 sidechain lines (grep -c '"isSidechain":true')
+    // are five sub-agent runs, 1 prompt each (the Task prompts).
     (
         "claude-code/claude-code-viewer-fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl",
-        1,
-        2,
+        6,
+        7,
     ),
     // 5 typed prompts; "First attempt" and "Second attempt" share parent a1
     // with different timestamps (a rewind), so "First attempt" is superseded: 4.
@@ -41,10 +43,11 @@ const EXPECTED: &[(&str, usize, usize)] = &[
         1,
         4,
     ),
-    // The collage: its "Hello" prompt is on isSidechain lines; the only main-thread
-    // prompt is the queued_command attachment `att-nested-7` (the later
-    // `[trimmed for fixture]` lines all share one uuid: replays of one line).
-    ("claude-code/agent-sessions-small-multiversion.jsonl", 1, 1),
+    // The collage: the only main-thread prompt is the queued_command attachment
+    // `att-nested-7` (the later `[trimmed for fixture]` lines all share one
+    // uuid: replays of one line); its "Hello" prompt is on isSidechain lines
+    // below the root `sys1`: one sub-agent run, 1 prompt.
+    ("claude-code/agent-sessions-small-multiversion.jsonl", 2, 2),
     // 1 prompt: "Delegate a repo search to a subagent".
     (
         "claude-code/agent-sessions-subagent/0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f.jsonl",
@@ -58,6 +61,19 @@ const EXPECTED: &[(&str, usize, usize)] = &[
         1,
     ),
 ];
+
+/// The items of each conversation, in order.
+fn conversations(items: &[Item]) -> Vec<&[Item]> {
+    let mut out = Vec::new();
+    let mut begin = 0;
+    for (i, item) in items.iter().enumerate() {
+        if matches!(item, Item::ConversationEnd(_)) {
+            out.push(&items[begin..=i]);
+            begin = i + 1;
+        }
+    }
+    out
+}
 
 fn parse(rel: &str) -> Vec<Item> {
     assert_chunking_invariant::<ClaudeCode>(&corpus_file(rel))
@@ -203,12 +219,14 @@ fn small_session_init_command_and_tools() {
 
 #[test]
 fn split_messages_are_merged_and_sidechains_kept_apart() {
-    let items = parse("claude-code/claude-code-viewer-fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl");
-    let s = start(&items);
+    let all = parse("claude-code/claude-code-viewer-fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl");
+    let items = conversations(&all)[0];
+    let s = start(items);
     // The only `summary` line names a leaf of another session (1af7fc5e…): not a title.
     assert_eq!(s.title, None);
-    assert_eq!(skipped(&items, "sidechain-line"), 405);
-    let ps = pairs(&items);
+    // Every sidechain line went to a sub-agent run.
+    assert_eq!(skipped(items, "sidechain-line"), 0);
+    let ps = pairs(items);
     assert_eq!(
         texts(&ps[0].user),
         ["/orchestrator create TODO app by Next.js"]
@@ -235,8 +253,8 @@ fn split_messages_are_merged_and_sidechains_kept_apart() {
         .filter(|x| matches!(x, Part::Text(_) | Part::ToolCall { .. } | Part::Thinking(_)))
         .count();
     assert_eq!(blocks, 18);
-    // Sub-agent prose (written inline as sidechain lines) is not in the main pairs,
-    // but the Task calls that spawned them are.
+    // Sub-agent prose (written inline as sidechain lines) is not in the main
+    // pairs, but the Task calls that spawned them are.
     let tasks = a
         .iter()
         .filter(|x| matches!(x, Part::ToolCall { name, .. } if name == "Task"))
@@ -244,6 +262,68 @@ fn split_messages_are_merged_and_sidechains_kept_apart() {
     assert!(tasks >= 5, "{tasks}");
     // cwd changes mid-session: the conversation keeps the first one.
     assert_eq!(meta(&s.metadata, "cwd"), Some("/path/to/Demo"));
+}
+
+/// (root line's uuid, the `Task` description) of the sub-agent runs of
+/// fe5e1c67, in file order (read with python: sidechain lines with
+/// `parentUuid: null`, matched to the Task calls by their prompt).
+const FE5E1C67_RUNS: &[(&str, &str)] = &[
+    (
+        "6690d10e-f521-4ac0-800d-e5eb7a2d8072",
+        "Build TODO components",
+    ),
+    (
+        "60dade70-20bb-4edb-9dad-9f08267e0cc2",
+        "Setup Next.js project",
+    ),
+    ("f4546a51-ea10-47e0-b4e0-76802974f8a9", "Create data models"),
+    (
+        "0d692b0f-17cb-4fd0-94fb-215dabcef803",
+        "Implement state management",
+    ),
+    (
+        "f4ab2bf6-d642-431a-85cb-66691f24c404",
+        "Create main page integration",
+    ),
+];
+
+#[test]
+fn inline_sub_agent_runs_are_their_own_conversations() {
+    let session = "fe5e1c67-53e7-4862-81ae-d0e013e3270b";
+    let all = parse("claude-code/claude-code-viewer-fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl");
+    let convs = conversations(&all);
+    assert_eq!(convs.len(), 1 + FE5E1C67_RUNS.len());
+    let (mut blocks, mut words) = (0, 0);
+    for (run, &(root, title)) in convs[1..].iter().zip(FE5E1C67_RUNS) {
+        let s = start(run);
+        assert_eq!(s.id, format!("{session}:sidechain-{root}"));
+        assert_eq!(s.title.as_deref(), Some(title));
+        assert_eq!(meta(&s.metadata, "parent_session_id"), Some(session));
+        assert_eq!(meta(&s.metadata, "session_id"), Some(session));
+        assert_eq!(meta(&s.metadata, "subagent_type"), Some("general-purpose"));
+        assert_eq!(meta(&s.metadata, "project"), Some("Demo"));
+        // Each run's own working directory (`Demo`, `Demo/todo-app`, …).
+        let cwd = meta(&s.metadata, "cwd").unwrap();
+        assert!(cwd.starts_with("/path/to/Demo"), "{cwd}");
+        assert_eq!(s.model.as_deref(), Some("claude-sonnet-4-20250514"));
+        let ps = pairs(run);
+        assert_eq!(ps.len(), 1, "{title}");
+        for p in &ps {
+            for t in texts(&p.assistant) {
+                blocks += 1;
+                words += t.split_whitespace().count();
+            }
+        }
+    }
+    // Every sub-agent text block of the file (88, 2,283 words, counted with
+    // python: sidechain assistant text blocks, once per message id and text).
+    assert_eq!((blocks, words), (88, 2283));
+    // The runs' prompts are the Task prompts; the final reports are whole.
+    let first = pairs(convs[1])[0];
+    assert!(texts(&first.user)[0].starts_with("Create React components for the TODO app"));
+    let report = texts(&first.assistant).last().copied().unwrap();
+    assert!(report.starts_with("## Component Summary"), "{report}");
+    assert!(report.chars().count() > 500, "{report}");
 }
 
 #[test]
@@ -314,14 +394,26 @@ fn subagent_files_are_their_own_conversations() {
 
 #[test]
 fn the_collage_of_line_shapes_never_breaks() {
-    let items = parse("claude-code/agent-sessions-small-multiversion.jsonl");
-    let s = start(&items);
+    let all = parse("claude-code/agent-sessions-small-multiversion.jsonl");
+    let convs = conversations(&all);
+    let items = convs[0];
+    let s = start(items);
     assert_eq!(s.id, "ses_stage0_small");
     // custom-title wins over ai-title and summary.
     assert_eq!(s.title.as_deref(), Some("Stage0 small fixture"));
-    assert_eq!(skipped(&items, "unknown-line-type"), 5); // frame-link, started, result, relocated, atis-latch
-    assert_eq!(skipped(&items, "sidechain-line"), 9);
-    assert!(skipped(&items, "duplicate-uuid") > 0);
+    assert_eq!(skipped(items, "unknown-line-type"), 5); // frame-link, started, result, relocated, atis-latch
+    assert_eq!(skipped(items, "sidechain-line"), 0);
+    assert!(skipped(items, "duplicate-uuid") > 0);
+    // The sidechain lines below `sys1`: a run of their own, untitled (no Task
+    // call started it), linked to the session.
+    let run = start(convs[1]);
+    assert_eq!(run.id, "ses_stage0_small:sidechain-sys1");
+    assert_eq!(run.title, None);
+    assert_eq!(
+        meta(&run.metadata, "parent_session_id"),
+        Some("ses_stage0_small")
+    );
+    assert_eq!(texts(&pairs(convs[1])[0].user), ["Hello"]);
 }
 
 // ---- sniffing --------------------------------------------------------------
