@@ -5,15 +5,6 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// (crate directory under `adapters/`, package name).
-const ADAPTERS: &[(&str, &str)] = &[
-    ("chatgpt", "chatmill-adapter-chatgpt"),
-    ("claude", "chatmill-adapter-claude"),
-    ("gemini", "chatmill-adapter-gemini"),
-    ("claude-code", "chatmill-adapter-claude-code"),
-    ("api-log", "chatmill-adapter-api-log"),
-    ("markdown", "chatmill-adapter-markdown"),
-];
 const TARGET: &str = "wasm32-wasip2";
 const PROFILE: &str = "adapter";
 
@@ -33,6 +24,7 @@ fn main() {
         println!("cargo:rerun-if-changed={}", root.join(path).display());
     }
 
+    let adapters = first_party(&root.join("adapters"));
     ensure_target();
 
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
@@ -43,7 +35,7 @@ fn main() {
         .arg(&target_dir)
         .arg("--manifest-path")
         .arg(root.join("Cargo.toml"));
-    for (_, pkg) in ADAPTERS {
+    for (_, pkg) in &adapters {
         cmd.args(["-p", pkg]);
     }
     // The outer build's flags and wrappers (clippy's, coverage's) are for the
@@ -72,7 +64,7 @@ fn main() {
     let wasm_dir = target_dir.join(TARGET).join(PROFILE);
     let mut table = String::from("/// The first-party adapters: (crate name, component bytes).\n");
     table.push_str("pub const ADAPTERS: &[(&str, &[u8])] = &[\n");
-    for (dir, pkg) in ADAPTERS {
+    for (dir, pkg) in &adapters {
         let file = format!("{}.wasm", pkg.replace('-', "_"));
         let built = wasm_dir.join(&file);
         let embedded = out_dir.join(&file);
@@ -85,6 +77,48 @@ fn main() {
     }
     table.push_str("];\n");
     std::fs::write(out_dir.join("adapters.rs"), table).unwrap();
+}
+
+/// The first-party adapters: every crate directly under `adapters/` that
+/// builds a component (`crate-type` has `cdylib`), as (directory, package
+/// name), sorted by directory. The directory is the one list of them; the
+/// workspace takes its members from it too (`adapters/*`).
+fn first_party(adapters: &Path) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    let entries = std::fs::read_dir(adapters)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", adapters.display()));
+    for entry in entries {
+        let dir = entry.unwrap().path();
+        let manifest = dir.join("Cargo.toml");
+        let Ok(text) = std::fs::read_to_string(&manifest) else {
+            continue;
+        };
+        let table: toml::Table = text
+            .parse()
+            .unwrap_or_else(|e| panic!("{}: {e}", manifest.display()));
+        let component = table
+            .get("lib")
+            .and_then(|lib| lib.get("crate-type"))
+            .and_then(|types| types.as_array())
+            .is_some_and(|types| types.iter().any(|t| t.as_str() == Some("cdylib")));
+        if !component {
+            continue;
+        }
+        let name = table
+            .get("package")
+            .and_then(|p| p.get("name"))
+            .and_then(|n| n.as_str())
+            .unwrap_or_else(|| panic!("{}: no package name", manifest.display()));
+        let dir_name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        found.push((dir_name, name.to_owned()));
+    }
+    found.sort();
+    assert!(
+        !found.is_empty(),
+        "no adapter crates under {}",
+        adapters.display()
+    );
+    found
 }
 
 /// Installs the wasm target when rustup is there and the target is not

@@ -15,26 +15,19 @@ fn corpus_files() -> Vec<PathBuf> {
     sdk::testkit::corpus_files()
 }
 
-/// Which adapter must claim a corpus file, by where it lives.
+/// Which adapter must claim a corpus file, by where it lives: the corpus
+/// folder named after a first-party adapter holds that adapter's formats.
 fn expected_adapter(path: &Path) -> Option<&'static str> {
-    let rel = path
-        .strip_prefix(sdk::testkit::corpus_dir())
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
+    let rel = path.strip_prefix(sdk::testkit::corpus_dir()).unwrap();
     let name = path.file_name().unwrap().to_string_lossy();
     if name.ends_with(".meta.json") || name.starts_with("not-a-transcript") {
         return None;
     }
-    match rel.split('/').next().unwrap() {
-        "chatgpt" => Some("chatgpt"),
-        "claude" => Some("claude"),
-        "gemini" => Some("gemini"),
-        "claude-code" => Some("claude-code"),
-        "api-log" => Some("api-log"),
-        "markdown" => Some("markdown"),
-        _ => None,
-    }
+    let folder = rel.components().next()?.as_os_str().to_str()?;
+    chatmill_builtin::ADAPTERS
+        .iter()
+        .map(|(id, _)| *id)
+        .find(|id| *id == folder)
 }
 
 fn ts(t: Option<sdk::Timestamp>) -> Option<chrono::DateTime<chrono::Utc>> {
@@ -106,7 +99,10 @@ fn native_by_id(id: &str, path: &Path) -> Vec<Conversation> {
         "claude-code" => native::<chatmill_adapter_claude_code::ClaudeCode>(path),
         "api-log" => native::<chatmill_adapter_api_log::ApiLog>(path),
         "markdown" => native::<chatmill_adapter_markdown::Markdown>(path),
-        other => panic!("no native parser for {other}"),
+        other => panic!(
+            "no native parser for the first-party adapter {other}: add its crate to \
+             host/runtime's dev-dependencies and an arm here"
+        ),
     }
 }
 
