@@ -12,5 +12,7 @@ mod import;
 mod normalization;
 mod reliability;
 mod search;
+mod parse;
+mod real_exports;
 mod serve;
 mod third_party;

@@ -1,33 +1,32 @@
 //! `chatmill parse`: inputs → normalized JSON, one entry per input.
+//!
+//! The output is streamed: workers parse inputs in parallel, each in its own
+//! sandbox, and send every conversation as JSON text as soon as it is read;
+//! this thread writes the entries in input order. Memory is bounded by a few
+//! conversations per input in flight, not by the size of the export.
 
 #![allow(clippy::print_stdout, reason = "the command's output is stdout")]
 
-use std::process::ExitCode;
+mod entry;
 
-use chatmill_runtime::{AdapterSet, Input, Runtime, model::Conversation};
-use rayon::prelude::*;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Mutex, PoisonError};
+
+use chatmill_runtime::{AdapterSet, Input, Runtime};
 use serde::Serialize;
 
 use crate::cli::ParseArgs;
 use crate::command_error::CliError;
 use crate::context::Context;
 use crate::render;
+use entry::{Entry, Layout};
 
-#[derive(Serialize)]
-struct Parsed {
-    input: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    adapter: Option<AdapterRef>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    encoding: Option<chatmill_runtime::TextEncoding>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    conversations: Option<Vec<Conversation>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<ErrorOut>,
-    /// What the trust boundary changed, and adapters that declined the input.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    warnings: Vec<String>,
-}
+/// Conversations of one input that may wait, serialized, for the writer.
+const IN_FLIGHT: usize = 16;
 
 #[derive(Serialize)]
 struct AdapterRef {
@@ -43,41 +42,71 @@ struct ErrorOut {
     hint: Option<String>,
 }
 
+/// What a worker sends about one input, in this order: `Opened` (once, if
+/// an adapter read it), `Conversation`s, then `Done`.
+enum Event {
+    Opened {
+        adapter: AdapterRef,
+        encoding: chatmill_runtime::TextEncoding,
+    },
+    /// One conversation as JSON text (already laid out).
+    Conversation(String),
+    Done {
+        error: Option<ErrorOut>,
+        /// What the trust boundary changed, and adapters that declined it.
+        warnings: Vec<String>,
+    },
+}
+
 pub fn run(ctx: &Context, args: ParseArgs) -> Result<ExitCode, CliError> {
     let set = ctx.adapter_set()?;
     if let Some(id) = &args.adapter_id {
         super::named_adapter(&set, id)?;
     }
     let files = super::expand_inputs(&args.inputs)?;
-    // Files are independent: parse them in parallel, each in its own sandbox.
-    let results: Vec<Parsed> = files
-        .par_iter()
-        .map(|path| {
-            parse_one(
-                &ctx.runtime,
-                &set,
-                Input::from_path(path),
-                args.adapter_id.as_deref(),
-            )
-        })
-        .collect();
-    let mut failed = false;
-    for r in &results {
-        for w in &r.warnings {
-            render::warning(&format!("{}: {w}", r.input));
-        }
-        if let Some(e) = &r.error {
-            failed = true;
-            let err = anyhow::anyhow!("{}", e.message);
-            render::error(&CliError::failed(err).hint_opt(e.hint.clone()));
-        }
-    }
-    let json = if args.compact {
-        serde_json::to_string(&results)
+    let layout = if args.compact {
+        Layout::Compact
     } else {
-        serde_json::to_string_pretty(&results)
-    }?;
-    println!("{json}");
+        Layout::Pretty
+    };
+    let forced = args.adapter_id.as_deref();
+    let (senders, receivers): (Vec<_>, Vec<Receiver<Event>>) = files
+        .iter()
+        .map(|_| {
+            let (tx, rx) = sync_channel(IN_FLIGHT);
+            (Mutex::new(Some(tx)), rx)
+        })
+        .unzip();
+    let next = AtomicUsize::new(0);
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(files.len())
+        .max(1);
+    let stdout = std::io::stdout().lock();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout);
+    let failed = std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| {
+                // Inputs are taken in order, so the input the writer waits
+                // for is always being read by someone.
+                // Each sender is taken, so it is dropped when its input is
+                // done (or its worker panicked): the writer never waits on
+                // an input nobody reads.
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(tx) = senders.get(i).and_then(|s| take(s)) else {
+                        break;
+                    };
+                    let input = Input::from_path(&files[i]);
+                    parse_one(&ctx.runtime, &set, input, forced, layout, &tx);
+                }
+            });
+        }
+        // The receivers go with the writer: if it stops (a closed pipe),
+        // the workers' next send fails and they stop too.
+        write_all(&mut out, &files, receivers, layout)
+    })?;
+    out.flush()?;
     Ok(if failed {
         ExitCode::from(1)
     } else {
@@ -85,62 +114,135 @@ pub fn run(ctx: &Context, args: ParseArgs) -> Result<ExitCode, CliError> {
     })
 }
 
-fn parse_one(runtime: &Runtime, set: &AdapterSet, input: Input, forced: Option<&str>) -> Parsed {
-    let mut out = Parsed {
-        input: input.display().to_string(),
-        adapter: None,
-        encoding: None,
-        conversations: None,
-        error: None,
-        warnings: Vec::new(),
-    };
+fn take(sender: &Mutex<Option<SyncSender<Event>>>) -> Option<SyncSender<Event>> {
+    sender.lock().unwrap_or_else(PoisonError::into_inner).take()
+}
+
+/// Writes every input's entry in order as its events arrive; `true` if an
+/// input failed.
+fn write_all(
+    out: &mut impl Write,
+    files: &[PathBuf],
+    receivers: Vec<Receiver<Event>>,
+    layout: Layout,
+) -> std::io::Result<bool> {
+    let mut failed = false;
+    out.write_all(b"[")?;
+    for (i, (path, events)) in files.iter().zip(receivers).enumerate() {
+        let input = Input::from_path(path).display().to_string();
+        let mut entry = Entry::begin(out, layout, i == 0, &input)?;
+        let mut done = false;
+        for event in events.iter() {
+            match event {
+                Event::Opened { adapter, encoding } => {
+                    entry.field(out, "adapter", &adapter)?;
+                    entry.field(out, "encoding", &encoding)?;
+                }
+                Event::Conversation(json) => entry.conversation(out, &json)?,
+                Event::Done { error, warnings } => {
+                    for w in &warnings {
+                        render::warning(&format!("{input}: {w}"));
+                    }
+                    if let Some(e) = &error {
+                        failed = true;
+                        let err = anyhow::anyhow!("{}", e.message);
+                        render::error(&CliError::failed(err).hint_opt(e.hint.clone()));
+                        entry.field(out, "error", e)?;
+                    } else {
+                        entry.end_conversations(out)?;
+                    }
+                    if !warnings.is_empty() {
+                        entry.field(out, "warnings", &warnings)?;
+                    }
+                    done = true;
+                    break;
+                }
+            }
+        }
+        if !done {
+            // The worker stopped without a word: it panicked (and said so).
+            failed = true;
+            let e = ErrorOut {
+                message: "reading this input stopped unexpectedly".into(),
+                hint: None,
+            };
+            entry.field(out, "error", &e)?;
+        }
+        entry.end(out)?;
+    }
+    entry::close_array(out, layout, files.len())?;
+    Ok(failed)
+}
+
+/// Reads one input and sends its events; a closed channel (the writer is
+/// gone) stops it.
+fn parse_one(
+    runtime: &Runtime,
+    set: &AdapterSet,
+    input: Input,
+    forced: Option<&str>,
+    layout: Layout,
+    events: &SyncSender<Event>,
+) {
+    let mut warnings = Vec::new();
     let candidates = match set.candidates(runtime, &input, forced) {
         Ok(c) => c,
         Err(e) => {
-            out.error = Some(ErrorOut {
+            let error = Some(ErrorOut {
                 hint: e.hint(),
                 message: e.to_string(),
             });
-            return out;
+            let _ = events.send(Event::Done { error, warnings });
+            return;
         }
     };
     let result = runtime
         .parse_first(&candidates, &input)
         .and_then(|(mut stream, declined)| {
             let adapter = stream.adapter();
-            out.adapter = Some(AdapterRef {
-                id: adapter.info.id.clone(),
-                version: adapter.info.version.clone(),
-                source: adapter.origin.kind(),
-            });
-            out.encoding = Some(stream.encoding());
+            let id = adapter.info.id.clone();
             for d in declined {
-                out.warnings.push(format!(
-                    "adapter {} said it is not its format ({}); read with `{}` instead",
-                    d.adapter, d.message, adapter.info.id
+                warnings.push(format!(
+                    "adapter {} said it is not its format ({}); read with `{id}` instead",
+                    d.adapter, d.message
                 ));
             }
-            let mut convs = Vec::new();
-            let read = std::iter::from_fn(|| stream.next_conversation().transpose())
-                .try_for_each(|c| c.map(|c| convs.push(c)));
-            let id = &adapter.info.id;
-            let lines = stream.adjustments().lines();
-            out.warnings
-                .extend(lines.into_iter().map(|l| format!("adapter `{id}`: {l}")));
-            read.map(|()| convs)
-        });
-    match result {
-        Ok(c) => out.conversations = Some(c),
-        Err(e) => {
-            let mut message = e.to_string();
-            if let Some(t) = e.stderr_tail() {
-                message.push_str(&format!("\n  adapter output: {}", t.trim()));
+            let opened = Event::Opened {
+                adapter: AdapterRef {
+                    id: id.clone(),
+                    version: adapter.info.version.clone(),
+                    source: adapter.origin.kind(),
+                },
+                encoding: stream.encoding(),
+            };
+            let mut open = events.send(opened).is_ok();
+            let mut read = Ok(());
+            while open {
+                match stream.next_conversation() {
+                    Ok(Some(c)) => {
+                        let json = layout.conversation(&c);
+                        open = events.send(Event::Conversation(json)).is_ok();
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        read = Err(e);
+                        break;
+                    }
+                }
             }
-            out.error = Some(ErrorOut {
-                hint: e.hint(),
-                message,
-            });
+            let lines = stream.adjustments().lines();
+            warnings.extend(lines.into_iter().map(|l| format!("adapter `{id}`: {l}")));
+            read
+        });
+    let error = result.err().map(|e| {
+        let mut message = e.to_string();
+        if let Some(t) = e.stderr_tail() {
+            message.push_str(&format!("\n  adapter output: {}", t.trim()));
         }
-    }
-    out
+        ErrorOut {
+            hint: e.hint(),
+            message,
+        }
+    });
+    let _ = events.send(Event::Done { error, warnings });
 }
