@@ -130,65 +130,141 @@ fn normalized(s: &str) -> String {
         .join(" ")
 }
 
-const MECHANICAL: &[&str] = &[
+/// The words a mechanical prompt is made of. A prompt is mechanical when it
+/// has at most [`MECHANICAL_MAX_WORDS`] words, every one of them is a
+/// [`MECHANICAL_HEADS`] or [`MECHANICAL_FILLERS`] word, at least one is a
+/// head (none at all counts too: an emoji, "!!!"), and its answer has at most
+/// [`MECHANICAL_ANSWER_WORDS`] words. One rule for every greeting, thanks,
+/// acknowledgement and farewell, however it is worded: "hi there" and
+/// "hi again" alike. The README's table is `tests::MECHANICAL_CASES`.
+const MECHANICAL_HEADS: &[&str] = &[
+    // Greetings.
     "hi",
     "hello",
     "hey",
-    "hi there",
-    "hello there",
-    "good morning",
-    "good evening",
+    "heya",
+    "hiya",
+    "howdy",
+    "yo",
+    "greetings",
+    "morning",
+    "afternoon",
+    "evening",
+    // Thanks.
     "thanks",
-    "thank you",
-    "thanks a lot",
-    "thank you so much",
+    "thank",
+    "thankyou",
     "thx",
     "ty",
+    "cheers",
+    "appreciated",
+    // Acknowledgements.
     "ok",
     "okay",
-    "ok thanks",
-    "okay thanks",
-    "ok thank you",
+    "k",
+    "kk",
+    "good",
     "great",
-    "great thanks",
     "cool",
     "nice",
     "perfect",
     "awesome",
-    "got it",
-    "sounds good",
+    "excellent",
+    "wonderful",
+    "fine",
+    "alright",
+    "got",
+    "understood",
+    "sounds",
     "sure",
     "yes",
     "yep",
+    "yeah",
     "no",
     "nope",
+    // Farewells.
     "bye",
     "goodbye",
-    "see you",
-    "",
+    "goodnight",
+    "night",
+    "see",
+    "later",
+    "cya",
 ];
 
-/// The most letters and digits a [`MECHANICAL`] phrase has.
+/// Words that may stand beside a head without making the prompt a request:
+/// "hi *there*", "hi *again*", "thanks *for the help*", "*see you*".
+const MECHANICAL_FILLERS: &[&str] = &[
+    "there",
+    "again",
+    "back",
+    "all",
+    "everyone",
+    "everybody",
+    "you",
+    "so",
+    "much",
+    "very",
+    "a",
+    "lot",
+    "it",
+    "that",
+    "thats",
+    "this",
+    "works",
+    "for",
+    "the",
+    "your",
+    "help",
+    "i",
+    "me",
+    "now",
+    "then",
+    "oh",
+    "ah",
+    "well",
+    "really",
+    "just",
+    "too",
+    "and",
+    "please",
+    "claude",
+    "chatgpt",
+    "gpt",
+    "gemini",
+    "assistant",
+];
+
+/// Most words a mechanical prompt has.
+const MECHANICAL_MAX_WORDS: usize = 6;
+
+/// Most words the answer to a mechanical prompt has: a longer one has
+/// substance, and the pair is kept.
+const MECHANICAL_ANSWER_WORDS: usize = 40;
+
+/// The most letters and digits a mechanical prompt has: its most words,
+/// each as long as the longest word of the two lists.
 const MECHANICAL_LETTERS: usize = {
-    let (mut most, mut i) = (0, 0);
-    while i < MECHANICAL.len() {
-        let (bytes, mut n, mut j) = (MECHANICAL[i].as_bytes(), 0, 0);
-        while j < bytes.len() {
-            n += bytes[j].is_ascii_alphanumeric() as usize;
-            j += 1;
+    let lists: [&[&str]; 2] = [MECHANICAL_HEADS, MECHANICAL_FILLERS];
+    let (mut longest, mut l) = (0, 0);
+    while l < lists.len() {
+        let mut i = 0;
+        while i < lists[l].len() {
+            if lists[l][i].len() > longest {
+                longest = lists[l][i].len();
+            }
+            i += 1;
         }
-        if n > most {
-            most = n;
-        }
-        i += 1;
+        l += 1;
     }
-    most
+    longest * MECHANICAL_MAX_WORDS
 };
 
-/// A greeting/thanks/acknowledgement whose answer has no substance either.
+/// A greeting/thanks/acknowledgement/farewell whose answer has no substance
+/// either (the rule: [`MECHANICAL_HEADS`]).
 pub fn is_mechanical(p: &PairText) -> bool {
-    // A prompt with more letters than any of them is none of them (most
-    // prompts: known without normalizing the whole prompt).
+    // A prompt with more letters than any of them can have is none of them
+    // (most prompts: known without normalizing the whole prompt).
     if p.user
         .chars()
         .filter(|c| c.is_alphanumeric())
@@ -198,7 +274,15 @@ pub fn is_mechanical(p: &PairText) -> bool {
         return false;
     }
     let user = normalized(&p.user);
-    MECHANICAL.contains(&user.as_str()) && word_count(&p.assistant) <= 40
+    let words: Vec<&str> = user.split(' ').filter(|w| !w.is_empty()).collect();
+    if words.len() > MECHANICAL_MAX_WORDS {
+        return false;
+    }
+    let all_known = words
+        .iter()
+        .all(|w| MECHANICAL_HEADS.contains(w) || MECHANICAL_FILLERS.contains(w));
+    let headed = words.is_empty() || words.iter().any(|w| MECHANICAL_HEADS.contains(w));
+    all_known && headed && word_count(&p.assistant) <= MECHANICAL_ANSWER_WORDS
 }
 
 const FOLLOW_UP_STARTS: &[&str] = &[
@@ -513,7 +597,10 @@ mod tests {
 
     #[test]
     fn mechanical_is_read_from_the_letters_however_much_punctuation_surrounds_them() {
-        assert_eq!(MECHANICAL_LETTERS, "thankyousomuch".len());
+        assert_eq!(
+            MECHANICAL_LETTERS,
+            "appreciated".len() * MECHANICAL_MAX_WORDS
+        );
         let ok = |user: &str| is_mechanical(&p(1, user, "You're welcome."));
         assert!(ok(&format!(
             "{} thank you so much {}",
@@ -523,6 +610,86 @@ mod tests {
         assert!(ok("Thank\tyou  SO much!!"));
         assert!(!ok("thank you so much!!x"));
         assert!(!ok("ok ok ok ok ok ok ok ok"));
+    }
+
+    /// The mechanical-exchange rule as cases: (prompt, answer, left out).
+    /// README.md's "Mechanical exchanges" table is this table, row for row.
+    pub(super) const MECHANICAL_CASES: &[(&str, &str, bool)] = &[
+        ("hi there", "Hello! How can I help you today?", true),
+        (
+            "hi again",
+            "Hey! Welcome back. What are we working on?",
+            true,
+        ),
+        ("Hello!", "Hi! What can I do for you?", true),
+        ("good morning", "Good morning! How can I help?", true),
+        ("hey claude", "Hey! What's up?", true),
+        ("thanks!", "You're welcome!", true),
+        ("Thank you so much!!", "Glad it helped.", true),
+        ("thanks for the help", "Anytime.", true),
+        ("ok, got it", "Great.", true),
+        ("perfect, that works", "Glad to hear it.", true),
+        ("yes please", "Done.", true),
+        ("bye", "Goodbye!", true),
+        ("see you later", "See you!", true),
+        ("👍", "Glad to help!", true),
+        (
+            "thanks",
+            "You're welcome. One more thing worth knowing: the cache keeps stale entries for an hour after a deploy, so purge it with `cache purge --all` before you test the new build, or requests will still see the old assets and the old headers for a while.",
+            false,
+        ),
+        (
+            "yes",
+            "Here is the full migration, step by step: first add the column as nullable, then backfill it in batches of ten thousand rows, then add the NOT NULL constraint with NOT VALID, validate it separately, and only then drop the old column once every reader has moved over to the new one.",
+            false,
+        ),
+        (
+            "hi, can you review this function?",
+            "Sure, paste it.",
+            false,
+        ),
+        (
+            "hello world in rust",
+            "fn main() { println!(\"Hello, world!\"); }",
+            false,
+        ),
+        ("thanks, and what about Python?", "print(\"Hello\")", false),
+        ("why?", "Because the lock is held.", false),
+        ("no, the other file", "Opening src/main.rs.", false),
+        ("ok ok ok ok ok ok ok ok", "Okay.", false),
+    ];
+
+    #[test]
+    fn the_mechanical_rule_is_its_table_of_cases() {
+        for &(user, answer, left_out) in MECHANICAL_CASES {
+            assert_eq!(
+                is_mechanical(&p(1, user, answer)),
+                left_out,
+                "{user:?} / {answer:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_readme_shows_the_mechanical_table_row_for_row() {
+        let readme = include_str!("../../../README.md");
+        let rows: Vec<&str> = readme
+            .lines()
+            .skip_while(|l| !l.starts_with("| Prompt | Answer | Chunk |"))
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .collect();
+        assert_eq!(rows.len(), MECHANICAL_CASES.len(), "{rows:#?}");
+        for (row, &(user, answer, left_out)) in rows.iter().zip(MECHANICAL_CASES) {
+            let cell = |s: &str| s.replace('|', "\\|");
+            let want = format!(
+                "| {} | {} | {} |",
+                cell(user),
+                cell(answer),
+                if left_out { "left out" } else { "kept" }
+            );
+            assert_eq!(*row, want);
+        }
     }
 
     #[test]
