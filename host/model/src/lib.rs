@@ -18,6 +18,7 @@ pub const RESERVED_KEYS: &[&str] = &[
     "model_used",
     "timestamp",
     "conversation_title",
+    "title_derived",
     "turn_range",
     "topics",
     "chunk_id",

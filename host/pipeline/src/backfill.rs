@@ -166,7 +166,10 @@ fn ask(root: &Path, entry: &Entry, writer: &dyn HeaderWriter) -> Asked {
         .map(|d| d.to_utc());
     match writer.write(&HeaderInput {
         platform: &doc.frontmatter.source_platform,
-        title: doc.frontmatter.conversation_title.as_deref(),
+        // A derived title is the request's own words, not a name the source gave.
+        title: (!doc.frontmatter.title_derived)
+            .then_some(doc.frontmatter.conversation_title.as_deref())
+            .flatten(),
         date,
         user: &user,
         assistant: &assistant,

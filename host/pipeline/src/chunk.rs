@@ -20,6 +20,10 @@ pub struct Frontmatter {
     pub timestamp: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conversation_title: Option<String>,
+    /// The source has no title: `conversation_title` is a phrase from the
+    /// first request ([`crate::title`]). Written only when true.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub title_derived: bool,
     /// `"3"` or `"3-4"`.
     pub turn_range: String,
     pub topics: Vec<String>,
@@ -259,6 +263,7 @@ mod tests {
                 model_used: "gpt-4o".into(),
                 timestamp: "2024-05-01T10:00:00Z".into(),
                 conversation_title: Some(title.into()),
+                title_derived: false,
                 turn_range: turn_range(3, 4),
                 topics: vec!["sourdough starter".into(), "fermentation: acetone".into()],
                 chunk_id: chunk_id("chatgpt", "conv-1", 3, 4, date),

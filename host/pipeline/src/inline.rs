@@ -120,6 +120,9 @@ struct Session {
     /// The last turn in the raw log.
     raw_turn: u32,
     previous: Option<Previous>,
+    /// The request of the session's first turn: what its derived title is
+    /// made from, as a batch import of its raw log makes it.
+    first_request: Option<String>,
 }
 
 pub struct InlineWriter {
@@ -194,11 +197,12 @@ impl InlineWriter {
             render: Default::default(),
             chunker: Default::default(),
         };
-        let processor = Processor::for_ids(cfg, self.header.as_ref(), &self.manifest, &key);
+        let mut processor = Processor::for_ids(cfg, self.header.as_ref(), &self.manifest, &key);
         let session = self
             .sessions
             .get_mut(&t.session_id)
             .expect("known once its raw log is appended");
+        processor.set_first_request(session.first_request.clone());
         let prepared = processor.prepare(
             &conv,
             &format!("{}.md", t.session_id),
@@ -274,18 +278,19 @@ impl InlineWriter {
         let session = self
             .sessions
             .entry(t.session_id.clone())
-            .or_insert_with(|| Session {
-                raw_turn: fs_err::read_to_string(&raw_path)
-                    .map(|text| {
-                        parse_raw_log(&text)
-                            .iter()
-                            .map(|e| e.turn)
-                            .max()
-                            .unwrap_or(0)
-                    })
-                    .unwrap_or(0),
-                previous: None,
+            .or_insert_with(|| {
+                let logged = fs_err::read_to_string(&raw_path)
+                    .map(|text| parse_raw_log(&text))
+                    .unwrap_or_default();
+                Session {
+                    raw_turn: logged.iter().map(|e| e.turn).max().unwrap_or(0),
+                    previous: None,
+                    first_request: logged.into_iter().min_by_key(|e| e.turn).map(|e| e.user),
+                }
             });
+        if session.first_request.is_none() {
+            session.first_request = Some(t.user.clone());
+        }
         if session.raw_turn >= t.turn_index {
             return Ok(());
         }
@@ -451,6 +456,41 @@ mod tests {
         assert!(w2.turn(&turn(2, "thanks")).unwrap().duplicate);
         let third = w2.turn(&turn(3, "And for websockets?")).unwrap();
         assert!(third.chunk_id.unwrap().contains("-003-"));
+    }
+
+    #[test]
+    fn an_untitled_session_is_named_after_its_first_request() {
+        let dir = tempfile::tempdir().unwrap();
+        let title =
+            "conversation_title: Why does nginx return 504 on long uploads\ntitle_derived: true\n";
+        let text = |a: &Ack| std::fs::read_to_string(a.path.as_ref().unwrap()).unwrap();
+        let mut w = InlineWriter::open(dir.path(), Arc::new(ExtractiveWriter), None).unwrap();
+        let first = w
+            .turn(&turn(
+                1,
+                "Why does nginx return 504 on long uploads? It is behind a proxy.",
+            ))
+            .unwrap();
+        assert!(text(&first).contains(title), "{}", text(&first));
+        let second = w
+            .turn(&turn(2, "Which timeout covers the request body?"))
+            .unwrap();
+        assert!(text(&second).contains(title), "{}", text(&second));
+        // A restarted server reads the first request back from the raw log.
+        let mut w2 = InlineWriter::open(dir.path(), Arc::new(ExtractiveWriter), None).unwrap();
+        let third = w2.turn(&turn(3, "Does HTTP/2 change that?")).unwrap();
+        assert!(text(&third).contains(title), "{}", text(&third));
+        // A title the caller gives is the source's own.
+        let mut t = turn(1, "Set up a reverse proxy for the API");
+        t.session_id = "named".into();
+        t.title = Some("Proxy setup".into());
+        let named = w2.turn(&t).unwrap();
+        let named = text(&named);
+        assert!(
+            named.contains("conversation_title: Proxy setup\n"),
+            "{named}"
+        );
+        assert!(!named.contains("title_derived"), "{named}");
     }
 
     #[test]

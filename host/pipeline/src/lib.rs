@@ -27,3 +27,4 @@ pub mod render;
 pub mod root;
 pub mod sink;
 pub mod verify;
+pub mod title;

@@ -138,6 +138,9 @@ pub struct Processor<'a> {
     // Behind a lock so that conversations are prepared while earlier ones
     // are committed (`prepare` reads it, `commit` adds to it).
     existing: Mutex<Known>,
+    /// The first request of a conversation that arrives a pair at a time
+    /// (inline mode), for its derived title.
+    first_request: Option<String>,
 }
 
 /// The chunk ids already recorded, kept as 128-bit hashes: ~20 bytes an id
@@ -203,6 +206,7 @@ impl<'a> Processor<'a> {
             cfg,
             header,
             existing: Mutex::new(existing),
+            first_request: None,
         }
     }
 
@@ -224,7 +228,14 @@ impl<'a> Processor<'a> {
             cfg,
             header,
             existing: Mutex::new(existing),
+            first_request: None,
         }
+    }
+
+    /// The request a title is derived from when the conversation has none
+    /// (inline mode: the session's first turn; otherwise its first pair's).
+    pub fn set_first_request(&mut self, request: Option<String>) {
+        self.first_request = request;
     }
 
     /// The agent the next chunks are written for (inline mode: per turn).
@@ -482,13 +493,15 @@ impl<'a> Processor<'a> {
             // Rewritten (and this key dropped) when the real header comes.
             extra.insert(HEADER_STATUS.into(), "pending".into());
         }
+        let (title, title_derived) = self.title(c, first);
         let doc = ChunkDoc {
             frontmatter: Frontmatter {
                 source_file: c.source_file.to_string(),
                 source_platform: conv.platform.clone(),
                 model_used: model,
                 timestamp: iso(time),
-                conversation_title: conv.title.clone(),
+                conversation_title: title,
+                title_derived,
                 turn_range: range,
                 topics: header.topics.clone(),
                 chunk_id: id.clone(),
@@ -506,6 +519,28 @@ impl<'a> Processor<'a> {
             request: user,
         };
         Ok(Some((written, next)))
+    }
+
+    /// A chunk's title, and whether it is derived ([`crate::title`]): the
+    /// source's, else a phrase from the conversation's first request (of
+    /// independent pairs, the chunk's own first request).
+    fn title(&self, c: &Chunking<'_>, first: &Pair) -> (Option<String>, bool) {
+        if let Some(t) = &c.conv.title {
+            return (Some(t.clone()), false);
+        }
+        use crate::title::derived;
+        let title = match (&self.first_request, c.independent) {
+            (_, true) => derived(&plain_text(&first.user)),
+            (Some(r), false) => derived(r),
+            // The first request with words (not an image alone).
+            (None, false) => c
+                .conv
+                .pairs
+                .iter()
+                .find_map(|p| derived(&plain_text(&p.user))),
+        };
+        let is_derived = title.is_some();
+        (title, is_derived)
     }
 
     /// The header of one chunk (`user` its requests, `exchanges` its text).

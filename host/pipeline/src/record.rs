@@ -63,6 +63,7 @@ mod tests {
                 model_used: "gpt-4o".into(),
                 timestamp: "2024-05-01T10:00:00Z".into(),
                 conversation_title: Some("Sourdough".into()),
+                title_derived: false,
                 turn_range: "1".into(),
                 topics: vec!["sourdough".into()],
                 chunk_id: "chatgpt-abc-001-2024-05-01".into(),
