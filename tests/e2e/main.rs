@@ -4,6 +4,7 @@
 mod support;
 
 mod adapters_cmd;
+mod author_kit;
 mod containment;
 mod examples;
 mod exit_codes;

@@ -6,7 +6,7 @@ use std::io::Read;
 
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../../wit",
+        path: "wit",
         world: "adapter",
         pub_export_macro: true,
         default_bindings_module: "chatmill_adapter_sdk::guest::bindings",

@@ -146,6 +146,13 @@ pub struct ImportArgs {
     /// Write chunk files and the manifest only; leave the index alone.
     #[arg(long)]
     pub no_index: bool,
+    /// Read again the inputs an older chatmill read (another build of their
+    /// adapter, an older chunk format) and rewrite their chunks.
+    #[arg(long)]
+    pub reprocess: bool,
+    /// With --reprocess: only the inputs of this platform (or adapter id).
+    #[arg(long, value_name = "PLATFORM", requires = "reprocess")]
+    pub only: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -245,6 +252,57 @@ pub enum AdaptersCommand {
     },
     /// Show how every adapter scores a file (which adapter would be chosen).
     Sniff { file: PathBuf },
+    /// Write a project for a new adapter that builds as is: its README's
+    /// first shell block builds, tests and installs it.
+    New {
+        /// The adapter id (also its platform name): lowercase letters,
+        /// digits and `-`.
+        name: String,
+        #[arg(long, value_enum)]
+        lang: Lang,
+        /// Where to write it (default: `./NAME`); must be new or empty.
+        dir: Option<PathBuf>,
+    },
+    /// Check an adapter before shipping it: sniffing, the same output on
+    /// every run and however it is fed, the host's rules, limits, damaged
+    /// input, and an expected output. Exit 0 when every check passes.
+    Test {
+        /// The adapter component (`.wasm`).
+        adapter: PathBuf,
+        /// Files in the adapter's format (folders are walked).
+        fixtures: Vec<PathBuf>,
+        /// Compare the output with this file (written by `--bless`).
+        #[arg(long, value_name = "FILE.json")]
+        expect: Option<PathBuf>,
+        /// Write the output to the `--expect` file (default: `expected.json`)
+        /// instead of comparing.
+        #[arg(long)]
+        bless: bool,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// The language of a new adapter project.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Lang {
+    /// Rust with the chatmill adapter SDK (vendored).
+    Rust,
+    /// Python with componentize-py 0.25.1.
+    Python,
+    /// JavaScript with componentize-js 0.23.0.
+    Js,
+}
+
+impl Lang {
+    pub fn word(self) -> &'static str {
+        match self {
+            Self::Rust => "Rust",
+            Self::Python => "Python",
+            Self::Js => "JavaScript",
+        }
+    }
 }
 
 #[derive(Debug, Args)]

@@ -88,6 +88,7 @@ impl From<AdapterError> for CliError {
             AdapterError::Compile { .. }
             | AdapterError::Limit { .. }
             | AdapterError::Panic { .. }
+            | AdapterError::Exception { .. }
             | AdapterError::Trap { .. }
             | AdapterError::Parse { .. }
             | AdapterError::Protocol { .. }

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use crate::boundary::Rule;
 use crate::limits::{Limit, Limits};
 use crate::model::ParseError;
+use crate::toolchain::Toolchain;
 
 /// Who an error is about: adapter id and version, or the file it came from
 /// when it never got far enough to say.
@@ -28,6 +29,7 @@ pub enum AdapterError {
         path: PathBuf,
         found: String,
         supported: String,
+        toolchain: Toolchain,
     },
 
     #[error("adapter `{path}` cannot be linked: {reason}")]
@@ -59,6 +61,15 @@ pub enum AdapterError {
     Panic {
         adapter: AdapterLabel,
         input: String,
+        message: String,
+        stderr_tail: String,
+    },
+
+    #[error("adapter {adapter} raised an exception while reading `{input}`: {message}")]
+    Exception {
+        adapter: AdapterLabel,
+        input: String,
+        /// The exception and the author's frame it came through.
         message: String,
         stderr_tail: String,
     },
@@ -112,9 +123,13 @@ impl AdapterError {
             Self::NotAnAdapter { .. } => "build it against chatmill's `wit/adapter.wit` (world `adapter`), \
                  e.g. with the `chatmill-adapter-sdk` crate's `export_adapter!`"
                 .into(),
-            Self::IncompatibleApi { supported, .. } => format!(
-                "rebuild the adapter with the SDK for API {supported}, or use a chatmill release that \
-                 supports its API (see wit/VERSIONING.md)"
+            Self::IncompatibleApi {
+                supported,
+                toolchain,
+                ..
+            } => format!(
+                "{}, or use a chatmill release that supports its API (see wit/VERSIONING.md)",
+                toolchain.rebuild_hint(supported)
             ),
             Self::Link { .. } => "the adapter imports something chatmill does not provide; adapters may \
                  import only WASI 0.2 and the `chatmill:adapter` interfaces"
@@ -128,7 +143,7 @@ impl AdapterError {
                 let (key, flag) = limit.knob();
                 format!("if the input is legitimate, raise the limit with `{flag}` or `{key}` in the config file")
             }
-            Self::Panic { .. } | Self::Trap { .. } | Self::Protocol { .. } => {
+            Self::Panic { .. } | Self::Exception { .. } | Self::Trap { .. } | Self::Protocol { .. } => {
                 "this is a bug in the adapter; report it with the input that triggers it, or force another \
                  adapter with `--adapter-id ID`"
                     .into()
@@ -157,6 +172,7 @@ impl AdapterError {
         match self {
             Self::Limit { stderr_tail, .. }
             | Self::Panic { stderr_tail, .. }
+            | Self::Exception { stderr_tail, .. }
             | Self::Trap { stderr_tail, .. } => {
                 (!stderr_tail.trim().is_empty()).then_some(stderr_tail.as_str())
             }

@@ -6,11 +6,14 @@
 //!   input by sniffing.
 //! - [`Runtime::parse`] runs one adapter over one [`Input`] in a fresh store
 //!   with the [`Limits`], yielding validated [`model::Conversation`]s.
+//! - [`conformance`] checks an adapter the way its author should before
+//!   shipping it (`chatmill adapters test`).
 //!
 //! Nothing here prints; failures are [`AdapterError`]s with hints.
 
 mod boundary;
 mod cache;
+pub mod conformance;
 mod error;
 mod input;
 mod limits;
@@ -19,6 +22,7 @@ mod pipe;
 mod registry;
 mod runtime;
 mod store;
+mod toolchain;
 
 pub(crate) mod bindings {
     wasmtime::component::bindgen!({
@@ -43,3 +47,4 @@ pub use registry::{
     AdapterSet, Builtin, Lint, MIN_CONFIDENCE, Notice, SNIFF_BYTES, Sample, user_adapter_files,
 };
 pub use runtime::{API_VERSION, AdapterOrigin, LoadedAdapter, Runtime};
+pub use toolchain::Toolchain;

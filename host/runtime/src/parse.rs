@@ -28,6 +28,8 @@ pub struct ParseStream<'a> {
     session: Option<ResourceAny>,
     deadline: Instant,
     batch: std::vec::IntoIter<wit::Item>,
+    /// Items asked for per `next` call.
+    max_items: u32,
     /// An item taken by [`ParseStream::prime`], handed out first.
     primed: Option<wit::Item>,
     exhausted: bool,
@@ -41,12 +43,31 @@ pub struct ParseStream<'a> {
     adjustments: Adjustments,
 }
 
+/// How the host feeds an adapter: at most `read_bytes` per `read` and
+/// `items_per_batch` items asked per `next` (the limits' values by default;
+/// the conformance checks feed 1 byte and ask for 1 item).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Feed {
+    pub read_bytes: Option<usize>,
+    pub items_per_batch: Option<u32>,
+}
+
 impl Runtime {
     /// Starts parsing `input` with `adapter` in a fresh sandbox.
     pub fn parse<'a>(
         &'a self,
         adapter: &'a LoadedAdapter,
         input: &Input,
+    ) -> Result<ParseStream<'a>, AdapterError> {
+        self.parse_fed(adapter, input, Feed::default())
+    }
+
+    /// [`Runtime::parse`], fed as `feed` says.
+    pub(crate) fn parse_fed<'a>(
+        &'a self,
+        adapter: &'a LoadedAdapter,
+        input: &Input,
+        feed: Feed,
     ) -> Result<ParseStream<'a>, AdapterError> {
         let label = adapter.label();
         let display = input.display().to_string();
@@ -73,6 +94,7 @@ impl Runtime {
                 size_hint,
                 reader,
                 consumed: 0,
+                read_cap: feed.read_bytes.unwrap_or(crate::store::MAX_READ),
             })
             .map_err(|e| AdapterError::Engine {
                 reason: format!("{e:#}"),
@@ -107,6 +129,10 @@ impl Runtime {
             session: Some(session),
             deadline,
             batch: Vec::new().into_iter(),
+            max_items: feed
+                .items_per_batch
+                .unwrap_or(self.limits.items_per_batch)
+                .max(1),
             primed: None,
             exhausted: false,
             encoding,
@@ -245,7 +271,7 @@ impl ParseStream<'_> {
             });
         }
         self.runtime.arm(&mut self.store, Some(self.deadline));
-        let max = limits.items_per_batch;
+        let max = self.max_items;
         let t = Instant::now();
         let result =
             self.world

@@ -16,6 +16,7 @@ use crate::error::AdapterError;
 use crate::limits::{Limit, Limits};
 use crate::model::AdapterInfo;
 use crate::store::{HostState, MemoryLimitHit};
+use crate::toolchain::Toolchain;
 
 /// The adapter API this host implements (the WIT package version).
 pub const API_VERSION: &str = "0.1.0";
@@ -173,7 +174,7 @@ impl Runtime {
             path: path.clone(),
             reason: format!("{e:#}"),
         })?;
-        let api_version = self.check_api(&path, &component)?;
+        let api_version = self.check_api(&path, &component, Toolchain::of(wasm))?;
         let pre = self
             .linker
             .instantiate_pre(&component)
@@ -201,7 +202,12 @@ impl Runtime {
 
     /// Reads the API version from the component's exports and refuses any
     /// other before a linker message can confuse the user.
-    fn check_api(&self, path: &Path, component: &Component) -> Result<String, AdapterError> {
+    fn check_api(
+        &self,
+        path: &Path,
+        component: &Component,
+        toolchain: Toolchain,
+    ) -> Result<String, AdapterError> {
         let ty = component.component_type();
         let mut found = None;
         for (name, item) in ty.exports(&self.engine) {
@@ -225,6 +231,7 @@ impl Runtime {
                     version
                 },
                 supported: API_VERSION.into(),
+                toolchain,
             });
         }
         Ok(version)
@@ -369,7 +376,10 @@ pub(crate) fn classify_trap(
     e: wasmtime::Error,
     file_deadline_passed: bool,
 ) -> AdapterError {
-    let stderr_tail = tail(&store.data().output.contents(), 2000);
+    let stderr_tail = tail(
+        &without_sandbox_notes(&store.data().output.contents()),
+        2000,
+    );
     let limits = Box::new(runtime.limits.clone());
     let limit = |limit: Limit, stderr_tail: String| AdapterError::Limit {
         adapter: adapter.to_string(),
@@ -392,7 +402,16 @@ pub(crate) fn classify_trap(
         }
         Some(wasmtime::Trap::StackOverflow) => limit(Limit::Stack, stderr_tail),
         Some(trap) => {
-            if let Some(message) = panic_message(&stderr_tail) {
+            // componentize-py turns an uncaught exception into a panic of
+            // its own runtime: the traceback says more.
+            if let Some(message) = python_exception(&stderr_tail) {
+                AdapterError::Exception {
+                    adapter: adapter.to_string(),
+                    input: input.to_string(),
+                    message,
+                    stderr_tail,
+                }
+            } else if let Some(message) = panic_message(&stderr_tail) {
                 AdapterError::Panic {
                     adapter: adapter.to_string(),
                     input: input.to_string(),
@@ -441,6 +460,53 @@ fn panic_message(stderr: &str) -> Option<String> {
     })
 }
 
+/// A Python traceback's exception, with the last frame in the author's own
+/// code: `ValueError: bad date (at parser.py:41, in open)`. componentize-py
+/// puts the application's files under `/0/`; without such a frame the last
+/// frame outside componentize-py's runtime is named.
+fn python_exception(stderr: &str) -> Option<String> {
+    let at = stderr.rfind("Traceback (most recent call last):")?;
+    let lines: Vec<&str> = stderr[at..].lines().skip(1).collect();
+    let frames: Vec<(&str, &str, &str)> = lines
+        .iter()
+        .filter_map(|l| {
+            let rest = l.trim_start().strip_prefix("File \"")?;
+            let (file, rest) = rest.split_once("\", line ")?;
+            let (line, func) = rest.split_once(", in ").unwrap_or((rest, "?"));
+            Some((file, line, func))
+        })
+        .collect();
+    // The exception is the first line after the frames (a Rust panic
+    // message from componentize-py's runtime may follow it).
+    let exception = lines
+        .iter()
+        .find(|l| !l.starts_with(' ') && !l.trim().is_empty())?
+        .trim();
+    let author = |f: &&(&str, &str, &str)| f.0.starts_with("/0/");
+    let runtime = |f: &&(&str, &str, &str)| f.0.contains("componentize_py") || f.0.starts_with('<');
+    let frame = frames
+        .iter()
+        .rev()
+        .find(author)
+        .or_else(|| frames.iter().rev().find(|f| !runtime(f)));
+    Some(match frame {
+        Some((file, line, func)) => {
+            let file = file.strip_prefix("/0/").unwrap_or(file);
+            format!("{exception} (at {file}:{line}, in {func})")
+        }
+        None => exception.to_string(),
+    })
+}
+
+/// A guest's stderr without the notes that mean nothing in the sandbox
+/// (Rust's "run with `RUST_BACKTRACE=1`": the sandbox has no environment).
+fn without_sandbox_notes(s: &str) -> String {
+    s.lines()
+        .filter(|l| !l.contains("RUST_BACKTRACE"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 fn tail(s: &str, max: usize) -> String {
     if s.len() <= max {
         return s.to_string();
@@ -473,6 +539,37 @@ mod tests {
             "index out of bounds: the len is 0 (at src/lib.rs:24:37)"
         );
         assert!(panic_message("all fine").is_none());
+    }
+
+    #[test]
+    fn python_exceptions_name_the_authors_frame() {
+        // As componentize-py 0.25.1 prints it: frames without source lines,
+        // then its runtime's panic.
+        let s = "Traceback (most recent call last):\n  \
+                 File \"/0/sillytavern.py\", line 67, in seconds\n\
+                 ValueError: Invalid isoformat string: 'x'\n\n\
+                 During handling of the above exception, another exception occurred:\n\n\
+                 Traceback (most recent call last):\n  \
+                 File \"/0/parser.py\", line 30, in open\n  \
+                 File \"/0/sillytavern.py\", line 72, in seconds\n  \
+                 File \"/python/lib/_strptime.py\", line 5, in parse\n\
+                 ModuleNotFoundError: No module named '_x'\n\n\
+                 thread '<unnamed>' (1) panicked at runtime/src/lib.rs:1293:29:\n\
+                 Python function threw an unexpected exception\n";
+        assert_eq!(
+            python_exception(s).unwrap(),
+            "ModuleNotFoundError: No module named '_x' (at sillytavern.py:72, in seconds)"
+        );
+        assert!(python_exception("thread panicked at x").is_none());
+    }
+
+    #[test]
+    fn the_backtrace_note_is_left_out() {
+        let s = "thread '<unnamed>' panicked at src/lib.rs:1:2:\nboom\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace";
+        assert_eq!(
+            without_sandbox_notes(s),
+            "thread '<unnamed>' panicked at src/lib.rs:1:2:\nboom"
+        );
     }
 
     #[test]

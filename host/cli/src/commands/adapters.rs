@@ -1,4 +1,5 @@
-//! `chatmill adapters …`: list, add, remove, info, sniff.
+//! `chatmill adapters …`: list, add, remove, info, sniff; `new` and `test`
+//! are `adapters_new` and `adapters_test`.
 
 #![allow(clippy::print_stdout, reason = "the command's output is stdout")]
 
@@ -97,6 +98,23 @@ pub fn run(ctx: &Context, cmd: AdaptersCommand) -> Result<ExitCode, CliError> {
         }
         AdaptersCommand::Add { path, force } => add(ctx, &path, force),
         AdaptersCommand::Remove { id } => remove(ctx, &id),
+        AdaptersCommand::New { name, lang, dir } => super::adapters_new::run(&name, lang, dir),
+        AdaptersCommand::Test {
+            adapter,
+            fixtures,
+            expect,
+            bless,
+            json,
+        } => super::adapters_test::run(
+            ctx,
+            super::adapters_test::TestArgs {
+                adapter,
+                fixtures,
+                expect,
+                bless,
+                json,
+            },
+        ),
         AdaptersCommand::Sniff { file } => {
             let set = ctx.adapter_set()?;
             let input = Input::from_path(&file);

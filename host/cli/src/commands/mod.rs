@@ -1,6 +1,8 @@
 //! One module per subcommand.
 
 mod adapters;
+mod adapters_new;
+mod adapters_test;
 mod backfill;
 mod import;
 mod parse;
