@@ -8,6 +8,7 @@ mod author_kit;
 mod containment;
 mod examples;
 mod exit_codes;
+mod export_files;
 mod hostile;
 mod import;
 mod normalization;

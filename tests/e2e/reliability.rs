@@ -36,7 +36,7 @@ fn manifest(root: &Path) -> serde_json::Value {
 }
 
 /// `chatmill import RAW` on `root`, run to the end: its output and time.
-fn timed_import(env: &Env, root: &Path, raw: &str) -> (Run, Duration) {
+pub(crate) fn timed_import(env: &Env, root: &Path, raw: &str) -> (Run, Duration) {
     let started = Instant::now();
     let run = env.run(&["--root", root.to_str().unwrap(), "import", raw, "--json"]);
     let took = started.elapsed();
@@ -48,7 +48,7 @@ fn timed_import(env: &Env, root: &Path, raw: &str) -> (Run, Duration) {
 /// point spread over `full` (an uninterrupted run's time), from "barely
 /// started" to "nearly done" — deterministic, so a failure reproduces —
 /// then once to the end.
-fn kill_repeatedly_then_finish(env: &Env, root: &Path, raw: &str, full: Duration) {
+pub(crate) fn kill_repeatedly_then_finish(env: &Env, root: &Path, raw: &str, full: Duration) {
     let root_s = root.to_str().unwrap();
     let mut kills = 0;
     for step in 1..=9u32 {
@@ -78,7 +78,7 @@ fn kill_repeatedly_then_finish(env: &Env, root: &Path, raw: &str, full: Duration
 /// `killed` holds exactly what `reference` holds: the same chunk files,
 /// byte for byte, no temp files or other leftovers, the same manifest; and
 /// it verifies clean. Returns `verify`'s report.
-fn assert_converged(env: &Env, reference: &Path, killed: &Path) -> serde_json::Value {
+pub(crate) fn assert_converged(env: &Env, reference: &Path, killed: &Path) -> serde_json::Value {
     let (want_chunks, want_other) = snapshot(reference);
     let (got_chunks, got_other) = snapshot(killed);
     assert_eq!(got_other, want_other, "no temp files or other leftovers");

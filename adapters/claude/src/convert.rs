@@ -38,13 +38,20 @@ pub fn message_parts(
             block_parts(b, assistant, &mut out, skip);
         }
     }
-    // Uploaded documents, then files/images (`files_v2` repeats `files`).
+    // Uploaded documents, each with its text, then files/images
+    // (`files_v2` repeats `files`).
     for a in m.attachments.0.iter().filter_map(|a| a.0.as_ref()) {
         out.push(Part::Attachment {
             name: a.file_name.get().unwrap_or("attachment").to_owned(),
             media_type: a.file_type.get().map(str::to_owned),
             uri: None,
         });
+        if let Some(text) = a.extracted_content.get().filter(|t| !t.trim().is_empty()) {
+            out.push(Part::Other {
+                kind: FILE_TEXT.into(),
+                text: bounded(text, FILE_TEXT_MAX),
+            });
+        }
     }
     let files = if m.files.0.is_empty() {
         &m.files_v2.0
@@ -60,6 +67,30 @@ pub fn message_parts(
         });
     }
     out
+}
+
+/// The `other` part kind of an attached document's text (the host shows
+/// it after the attachment, as a block).
+const FILE_TEXT: &str = "file-text";
+/// The most bytes of a document's text a turn carries: a long PDF's text
+/// would otherwise be most of the chunk.
+const FILE_TEXT_MAX: usize = 16 * 1024;
+
+/// `text`, cut to at most `max` bytes at a character boundary, with a note
+/// of how much was left out.
+fn bounded(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut cut = max;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!(
+        "{}\n[… {} more bytes of the file's text are not shown]",
+        &text[..cut],
+        text.len() - cut
+    )
 }
 
 /// A MIME type from the file extension (or `image/*` for an image kind).

@@ -64,8 +64,7 @@ pub struct RawMessage<'a> {
     pub files_v2: LVec<LObj<File<'a>>>,
 }
 
-/// An uploaded document (its text is inline in `extracted_content`, which
-/// the adapter does not copy into the turn).
+/// An uploaded document, with its text inline in `extracted_content`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub struct Attachment<'a> {
@@ -73,6 +72,8 @@ pub struct Attachment<'a> {
     pub file_name: LStr<'a>,
     #[serde(borrow)]
     pub file_type: LStr<'a>,
+    #[serde(borrow)]
+    pub extracted_content: LStr<'a>,
 }
 
 /// An uploaded file or image, referenced by name (binaries are not exported).

@@ -206,6 +206,10 @@ fn content_blocks_are_preferred_and_typed() {
                 media_type: Some("txt".into()),
                 uri: None
             },
+            Part::Other {
+                kind: "file-text".into(),
+                text: "abc".into()
+            },
             Part::Attachment {
                 name: "pic.jpg".into(),
                 media_type: Some("image/jpeg".into()),
@@ -328,4 +332,28 @@ fn sniff_scores() {
             "{other}"
         );
     }
+}
+
+#[test]
+fn an_attached_documents_text_is_kept_bounded() {
+    let mut h = msg("h", "human", "Summarise it", T0, Some(ROOT_SENTINEL));
+    let long = "é".repeat(10_000); // 20,000 bytes
+    h["attachments"] = json!([
+        {"file_name": "long.txt", "file_type": "txt", "extracted_content": long},
+        {"file_name": "empty.txt", "file_type": "txt", "extracted_content": "  "},
+    ]);
+    let a = msg("a", "assistant", "Done.", T1, Some("h"));
+    let c = &parse(&conv(vec![h, a]))[0];
+    let texts: Vec<&str> = c.pairs[0]
+        .user
+        .iter()
+        .filter_map(|p| match p {
+            Part::Other { kind, text } if kind == "file-text" => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(texts.len(), 1, "no block for an empty text");
+    let (kept, note) = texts[0].split_once('\n').unwrap();
+    assert_eq!(kept.len(), 16 * 1024, "cut at a character boundary");
+    assert_eq!(note, "[… 3616 more bytes of the file's text are not shown]");
 }

@@ -28,6 +28,11 @@ pub const RESERVED_KEYS: &[&str] = &[
     "header_status",
 ];
 
+/// The scheme of an attachment's `uri` once the host has copied the file
+/// it names into the root's `assets/` folder (`chatmill-asset:<name>`): set
+/// only by the host; the trust boundary drops it from what adapters send.
+pub const ASSET_URI_SCHEME: &str = "chatmill-asset:";
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FormatInfo {
     pub id: String,

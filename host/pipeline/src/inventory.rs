@@ -283,7 +283,12 @@ pub fn pair_batches(items: Vec<Item>) -> Vec<Item> {
     out
 }
 
-fn copy_hashing(mut from: impl Read, mut to: impl Write) -> std::io::Result<(String, u64)> {
+/// Copies `from` to `to`, returning the SHA-256 (hex) and size of what
+/// was copied.
+pub(crate) fn copy_hashing(
+    mut from: impl Read,
+    mut to: impl Write,
+) -> std::io::Result<(String, u64)> {
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 256 * 1024];
     let mut size = 0u64;
@@ -311,6 +316,18 @@ impl Item {
                 let mut zip = open_zip(archive)?;
                 let entry = zip.by_name(name).map_err(std::io::Error::other)?;
                 copy_hashing(entry, std::io::sink())
+            }
+        }
+    }
+
+    /// Copies the bytes to `to`, returning their hash and size.
+    pub fn copy_into(&self, to: impl Write) -> std::io::Result<(String, u64)> {
+        match &self.source {
+            Source::File(p) => copy_hashing(fs_err::File::open(p)?, to),
+            Source::ZipEntry { archive, name } => {
+                let mut zip = open_zip(archive)?;
+                let entry = zip.by_name(name).map_err(std::io::Error::other)?;
+                copy_hashing(entry, to)
             }
         }
     }

@@ -9,6 +9,7 @@
 //! Nothing here prints. Only [`llm`] touches the network (the configured
 //! header model).
 
+pub mod assets;
 pub mod atomic;
 pub mod backfill;
 pub mod chunk;
@@ -18,6 +19,7 @@ pub mod header;
 pub mod import;
 pub mod inline;
 pub mod inventory;
+pub mod known_files;
 pub mod llm;
 pub mod lock;
 pub mod manifest;
@@ -26,5 +28,5 @@ pub mod record;
 pub mod render;
 pub mod root;
 pub mod sink;
-pub mod verify;
 pub mod title;
+pub mod verify;

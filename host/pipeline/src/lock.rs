@@ -1,5 +1,5 @@
 //! One writer at a time on a root: an advisory lock (`flock`) on
-//! `ROOT/.chatmill/lock`, taken per write transaction (one input file of an
+//! `ROOT/.chatmill/lock`, taken per write transaction (a group of inputs of an
 //! import, one inline turn), so `chatmill import` and `chatmill serve` can
 //! run together; each re-reads the manifest after taking the lock.
 

@@ -30,6 +30,22 @@ pub struct Manifest {
     pub files: BTreeMap<String, FileRecord>,
     /// By conversation key (`platform:conversation-id`).
     pub conversations: BTreeMap<String, ConversationRecord>,
+    /// The export files copied to `ROOT/assets/`, by their name there.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub assets: BTreeMap<String, AssetRecord>,
+}
+
+/// An image or file of an export, copied once to `ROOT/assets/` and linked
+/// from the chunks that show it; named by its content
+/// (`<first 16 hex digits of its SHA-256>.<extension>`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AssetRecord {
+    pub sha256: String,
+    pub size: u64,
+    /// Where it was first copied from (an input key: a path, or
+    /// `archive.zip!inner/path`).
+    pub source: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -52,6 +52,12 @@ pub(crate) fn one_line(s: &str) -> String {
     out
 }
 
+/// The `other` part kind of an attached file's text (Claude.ai's
+/// `extracted_content`), shown after the attachment as a fenced block.
+pub const FILE_TEXT: &str = "file-text";
+/// The most characters of an attached file's text a chunk shows.
+pub const FILE_TEXT_MAX: usize = 16 * 1024;
+
 /// One part as Markdown, or `None` when it is left out.
 pub fn render_part(part: &Part, opts: RenderOptions) -> Option<String> {
     Some(match part {
@@ -89,7 +95,26 @@ pub fn render_part(part: &Part, opts: RenderOptions) -> Option<String> {
             }
             format!("[Tool result: {summary}]")
         }
-        Part::Attachment { name, .. } => format!("[Attachment: {}]", one_line(name)),
+        Part::Attachment { name, uri, .. } => {
+            match uri.as_deref().and_then(crate::assets::linked) {
+                Some(asset) => crate::assets::markdown_link(name, asset),
+                None => format!("[Attachment: {}]", one_line(name)),
+            }
+        }
+        Part::Other { kind, text } if kind == FILE_TEXT => {
+            let text = text.trim_matches('\n');
+            if text.trim().is_empty() {
+                return None;
+            }
+            let text = match text.char_indices().nth(FILE_TEXT_MAX) {
+                Some((cut, _)) => {
+                    format!("{}\n[… the rest of the file is not shown]", &text[..cut])
+                }
+                None => text.to_string(),
+            };
+            let fence = fence_for(&text);
+            format!("{fence}\n{text}\n{fence}")
+        }
         Part::Other { kind, text } => {
             let text = text.trim();
             if text.is_empty() {

@@ -4,6 +4,7 @@
 //! ROOT/
 //!   <chunk files>.md               chunk files (batch: `<chunk_id>.md`; inline: dated names)
 //!   raw/<session>.md               inline mode's session logs, and the default import input
+//!   assets/<sha256-prefix>.<ext>   images and files of exports, linked from chunks (never an input)
 //!   .processing-manifest.json      the manifest
 //!   .chatmill/lock                 one writer at a time
 //!   .chatmill/backfill.json        chunks whose header waits for the header model
@@ -19,6 +20,9 @@ use std::path::{Path, PathBuf};
 pub const MANIFEST_FILE: &str = ".processing-manifest.json";
 /// The folder of chatmill's own state in the root.
 pub const STATE_DIR: &str = ".chatmill";
+/// The folder of export files linked from chunks, in the root (a chunk
+/// links `assets/<name>`).
+pub const ASSETS_DIR: &str = "assets";
 /// How every temp file of an atomic write starts.
 pub const TEMP_PREFIX: &str = ".chatmill-tmp-";
 
@@ -50,6 +54,16 @@ impl Root {
     /// The raw log of `session`, when it makes one plain file name.
     pub fn raw_log(&self, session: &str) -> std::io::Result<PathBuf> {
         crate::atomic::join_plain(&self.raw(), &format!("{session}.md"))
+    }
+
+    /// Images and files of exports, copied once each, by content.
+    pub fn assets(&self) -> PathBuf {
+        self.path.join(ASSETS_DIR)
+    }
+
+    /// The asset `name`, when it makes one plain file name.
+    pub fn asset(&self, name: &str) -> std::io::Result<PathBuf> {
+        crate::atomic::join_plain(&self.assets(), name)
     }
 
     pub fn manifest(&self) -> PathBuf {
@@ -99,5 +113,10 @@ mod tests {
         assert_eq!(root.index(), Path::new("/r/.chatmill/index.sqlite3"));
         assert_eq!(root.raw_log("s-1").unwrap(), Path::new("/r/raw/s-1.md"));
         assert!(root.raw_log("../x").is_err());
+        assert_eq!(
+            root.asset("0123456789abcdef.png").unwrap(),
+            Path::new("/r/assets/0123456789abcdef.png")
+        );
+        assert!(root.asset("../manifest").is_err());
     }
 }

@@ -20,7 +20,7 @@ use crate::manifest::{MANIFEST_FILE, Manifest, conversation_key};
 pub struct Problem {
     /// `unparsable`, `invalid-field`, `duplicate-id`, `missing-file`,
     /// `not-in-manifest`, `not-indexed`, `orphan-in-index`, `manifest`,
-    /// `index`.
+    /// `index`, `asset-missing`, `asset-changed`.
     pub kind: &'static str,
     /// The chunk file or chunk id concerned.
     pub subject: String,
@@ -122,6 +122,12 @@ pub fn run(root: &Path, indexer: Option<&dyn Indexer>, repair: bool) -> std::io:
     let on_disk: BTreeSet<&str> = by_id.keys().copied().collect();
     let manifest_path = crate::root::Root::new(root).manifest();
     let manifest = check_manifest(&manifest_path, &by_id, &on_disk, &mut report);
+    if let Some(m) = &manifest {
+        let texts = chunks.iter().map(|s| (s.rel.as_str(), s.text.as_str()));
+        for (kind, subject, message) in crate::assets::check(root, m, texts) {
+            push(&mut report.problems, kind, &subject, message);
+        }
+    }
     let in_index = indexer.and_then(|ix| check_index(ix, &on_disk, &mut report));
     if !repair {
         return Ok(report);
@@ -131,11 +137,17 @@ pub fn run(root: &Path, indexer: Option<&dyn Indexer>, repair: bool) -> std::io:
     if let (Some(ix), Some(ids)) = (indexer, in_index) {
         repair_index(ix, ids, &by_id, &on_disk, &mut report)?;
     }
-    // What repair cannot fix: broken or duplicated chunk files need a human.
+    // What repair cannot fix: broken or duplicated chunk files need a human;
+    // an asset's bytes come back only from its export (checked again below,
+    // against the repaired manifest).
     report.problems = problems_before
         .into_iter()
         .filter(|p| matches!(p.kind, "unparsable" | "invalid-field" | "duplicate-id"))
         .collect();
+    let texts = chunks.iter().map(|s| (s.rel.as_str(), s.text.as_str()));
+    for (kind, subject, message) in crate::assets::check(root, &m, texts) {
+        push(&mut report.problems, kind, &subject, message);
+    }
     report.manifest_chunks = m.chunk_count() as u32;
     Ok(report)
 }
@@ -273,6 +285,8 @@ fn repair_manifest(
             changed = true;
         }
     }
+    let root = path.parent().unwrap_or(Path::new("."));
+    changed |= crate::assets::recover_records(root, &mut m)? > 0;
     if changed {
         m.save(path).map_err(std::io::Error::other)?;
         report.repaired.push(if rebuilt {

@@ -6,6 +6,11 @@
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
+mod claude_code;
+pub mod exports;
+pub mod files;
+pub use claude_code::claude_code_sessions;
+
 /// When to stop generating.
 #[derive(Debug, Clone, Copy)]
 pub enum Limit {

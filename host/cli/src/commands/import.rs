@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use chatmill_pipeline::chunker::ChunkerConfig;
 use chatmill_pipeline::header::ExtractiveWriter;
-use chatmill_pipeline::import::{self, ImportOptions, Progress, Services, Summary};
+use chatmill_pipeline::import::{self, FileProblem, ImportOptions, Progress, Services, Summary};
 use chatmill_pipeline::processor::ProcessorConfig;
 use chatmill_pipeline::render::RenderOptions;
 use std::io::IsTerminal;
@@ -127,8 +127,37 @@ fn print_human(s: &Summary, ctx: &Context) {
             println!("  {}: {}", visible(&f.file), visible(&f.reason));
         }
     }
+    print_ignored(&s.files_ignored);
     for e in &s.errors {
         let error = CliError::failed(anyhow::anyhow!("`{}`: {}", e.file, e.reason));
         crate::render::error(&error.hint_opt(e.hint.clone()));
+    }
+}
+
+/// The export's files that hold no conversations, by what they are: up to
+/// five names each (a ChatGPT export holds thousands of images).
+fn print_ignored(ignored: &[FileProblem]) {
+    if ignored.is_empty() {
+        return;
+    }
+    println!(
+        "files ignored: {} (they hold no conversations)",
+        ignored.len()
+    );
+    let mut kinds: Vec<&str> = ignored.iter().map(|f| f.reason.as_str()).collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    for kind in kinds {
+        let files: Vec<&str> = ignored
+            .iter()
+            .filter(|f| f.reason == kind)
+            .map(|f| f.file.as_str())
+            .collect();
+        for f in files.iter().take(5) {
+            println!("  {}: {}", visible(f), visible(kind));
+        }
+        if files.len() > 5 {
+            println!("  … and {} more: {}", files.len() - 5, visible(kind));
+        }
     }
 }

@@ -6,10 +6,12 @@
 //! commits them in order into a [`crate::sink::ChunkSink`] (chunk ids,
 //! backfill queue, index), and [`record`] records the outcome in the
 //! manifest and the summary. One bad file never stops the others; the
-//! manifest is saved after every file, so a killed run resumes where it
-//! stopped and converges to the same result.
+//! manifest is saved after every [`group`] of inputs (one save per 250 ms
+//! of work, not per file), so a killed run resumes where it stopped and
+//! converges to the same result.
 
 mod catch_up;
+mod group;
 mod record;
 mod select;
 mod stages;
@@ -22,10 +24,11 @@ use std::time::Duration;
 use chatmill_index::Indexer;
 use chatmill_runtime::{AdapterSet, Runtime};
 
+use crate::assets::Assets;
 use crate::header::HeaderWriter;
 use crate::inventory;
 use crate::lock::RootLock;
-use crate::manifest::{self, Manifest, ManifestError};
+use crate::manifest::{Manifest, ManifestError};
 use crate::processor::{Processor, ProcessorConfig};
 use crate::root::Root;
 use crate::sink::Indexed;
@@ -92,6 +95,18 @@ pub fn run(
     opts: &ImportOptions,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Summary, ImportError> {
+    run_grouped(svc, opts, progress, group::GROUP_TIME)
+}
+
+/// Runs one import whose inputs are made durable in groups that stay open
+/// `group_time` (zero: each input on its own, as the tests that play
+/// another writer between two inputs need).
+fn run_grouped(
+    svc: &Services<'_>,
+    opts: &ImportOptions,
+    progress: &mut dyn FnMut(Progress<'_>),
+    group_time: Duration,
+) -> Result<Summary, ImportError> {
     let out_dir = &opts.processor.out_dir;
     fs_err::create_dir_all(out_dir).map_err(|source| ImportError::Root {
         path: out_dir.clone(),
@@ -105,6 +120,7 @@ pub fn run(
         let _lock = RootLock::acquire(&opts.root, Duration::from_secs(600))?;
         inventory::sweep_temp_files(out_dir);
         inventory::sweep_temp_files(&opts.root);
+        inventory::sweep_temp_files(&Root::new(&opts.root).assets());
     }
     let manifest_path = Root::new(&opts.root).manifest();
     let mut manifest = Manifest::load(&manifest_path)?;
@@ -114,6 +130,7 @@ pub fn run(
             source: std::io::Error::other(e.message),
         })?;
     let items = select::without_own_files(items, &opts.root, out_dir);
+    let assets = Assets::new(&opts.root, &items);
     let mut summary = Summary::default();
     let mut index_failure: IndexFailure = None;
     // The index takes the chunks the manifest has and it lacks (a killed
@@ -139,7 +156,10 @@ pub fn run(
     }
     progress(Progress::Inventory { files: items.len() });
 
-    let mut stamp = manifest::stamp(&manifest_path);
+    // One writer at a time on the root (an inline server may be running):
+    // the lock per group of inputs, made durable together, and the manifest
+    // re-read when someone else wrote it meanwhile.
+    let mut group = group::Group::new(opts.root.clone(), manifest_path.clone(), group_time);
     // Whether another writer changed the manifest during the run.
     let mut others_wrote = false;
     let mut processor = Processor::new(opts.processor.clone(), svc.header, &manifest);
@@ -150,12 +170,14 @@ pub fn run(
             of: total,
             name: &item.key,
         });
-        // One writer at a time on the root (an inline server may be
-        // running): the lock per input file, and the manifest re-read when
-        // someone else wrote it meanwhile.
-        let _lock = RootLock::acquire(&opts.root, Duration::from_secs(600))?;
-        let now = manifest::stamp(&manifest_path);
-        if now != stamp {
+        // A file of the export that holds no conversations (an account
+        // file, an image) is listed with what it is; no adapter is asked.
+        if let Some(what) = crate::known_files::what_is(&item.file_name) {
+            let ignored = record::problem(&item.key, what.into(), None, false);
+            summary.files_ignored.push(ignored);
+            continue;
+        }
+        if group.enter()? {
             others_wrote = true;
             manifest = Manifest::load(&manifest_path)?;
             processor = Processor::new(opts.processor.clone(), svc.header, &manifest);
@@ -167,13 +189,20 @@ pub fn run(
             manifest: &mut manifest,
             summary: &mut summary,
             index_failure: &mut index_failure,
+            assets: &assets,
         };
         if let Some(companion) = select::import_one(&mut work, item) {
             select::import_one(&mut work, companion);
         }
-        manifest.save(&manifest_path)?;
-        stamp = manifest::stamp(&manifest_path);
+        for failed in assets.record_into(&mut manifest) {
+            let hint = "the chunk names the file without a link; run the import again once the file can be read";
+            let warning = record::problem(&item.key, failed, Some(hint.into()), true);
+            summary.warnings.push(warning);
+        }
+        group.input_done(&manifest)?;
     }
+    group.close(&manifest)?;
+    tracing::debug!("{total} inputs made durable in {} groups", group.saves);
     summary.chunks_total = manifest.chunk_count() as u32;
     if let Some(indexer) = svc.indexer {
         // Another writer's chunks that its index left out (an inline server
@@ -248,4 +277,6 @@ struct Work<'r, 's> {
     manifest: &'r mut Manifest,
     summary: &'r mut Summary,
     index_failure: &'r mut IndexFailure,
+    /// The export files attachments may link.
+    assets: &'r Assets<'r>,
 }

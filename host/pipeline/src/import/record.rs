@@ -27,6 +27,9 @@ pub struct Summary {
     pub duplicates_skipped: u32,
     pub mechanical_excluded: u32,
     pub files_skipped: Vec<FileProblem>,
+    /// Files of an export known to hold no conversations (account files,
+    /// viewer pages, images), with what each is.
+    pub files_ignored: Vec<FileProblem>,
     pub errors: Vec<FileProblem>,
     /// Inputs imported with something the user should know: values the
     /// trust boundary dropped or cut, an adapter that declined the file.
@@ -210,7 +213,7 @@ pub(super) fn outcome(
                 "adapter `{id}` found no turn pairs in a non-empty file ({} items skipped)",
                 staged.skipped
             ),
-            "if this is the results file of a batch, keep it in the folder of its requests file and name the two alike (`x_input.jsonl` and `x_output.jsonl`, or `requests` and `results`): they are then read together; otherwise check the file is a complete export".into(),
+            no_pairs_hint(id),
         ),
     };
     record.status = FileStatus::Failed;
@@ -218,6 +221,20 @@ pub(super) fn outcome(
     w.summary
         .errors
         .push(problem(key, reason, Some(hint), false));
+}
+
+/// What to do about a file adapter `id` read without finding a request
+/// with its reply: said for the format that adapter reads.
+fn no_pairs_hint(id: &str) -> String {
+    match id {
+        "api-log" => "if this is the results file of a batch, keep it in the folder of its requests file and name the two alike (`x_input.jsonl` and `x_output.jsonl`, or `requests` and `results`): they are then read together; otherwise check the log holds both requests and responses".into(),
+        "chatgpt" => "a ChatGPT export's conversations are in `conversations.json` (or `conversations-000.json`, … shards); this file has none with both a prompt and a reply: check it is that file and complete (download the export again if it was cut short)".into(),
+        "claude" => "a Claude.ai export's conversations are in `conversations.json`; this file has none with both a prompt and a reply: check it is that file and complete".into(),
+        "claude-code" => "the session has no prompt with a reply yet (an empty or aborted session); a session still being written is read again when it changes".into(),
+        "gemini" => "Takeout keeps the prompts of Gemini Apps and often drops their answers; export `My Activity › Gemini Apps` again, or check the file is a complete Gemini chat".into(),
+        "markdown" => "the log has no user turn followed by an assistant turn (`**User:**` / `**Assistant:**` in a chatmill log, `_**User**_` / `_**Assistant**_` in SpecStory, `####` prompts in aider): check it is the whole log".into(),
+        _ => format!("check the file is a complete export in a format adapter `{id}` reads, or pick another with `--adapter-id`"),
+    }
 }
 
 /// Records the batch results file `c` read with the requests file `key`:

@@ -190,8 +190,8 @@ fn forget_chunks_of(
     Ok(())
 }
 
-/// `items` without the root's own files — the manifest, `.chatmill/`, and
-/// the chunk files — which an input folder holds when it contains the root
+/// `items` without the root's own files — the manifest, `.chatmill/`,
+/// `assets/` and the chunk files — which an input folder holds when it contains the root
 /// (`chatmill import ~/Documents/conversations`): they are never inputs,
 /// and listed as unrecognized inputs they would be noise.
 pub(super) fn without_own_files(
@@ -204,7 +204,7 @@ pub(super) fn without_own_files(
         return items;
     };
     let root = crate::root::Root::new(root);
-    let (state, manifest) = (root.state(), root.manifest());
+    let (state, manifest, assets) = (root.state(), root.manifest(), root.assets());
     items
         .into_iter()
         .filter(|item| {
@@ -215,6 +215,7 @@ pub(super) fn without_own_files(
                 return true;
             };
             let own = p.starts_with(&state)
+                || p.starts_with(&assets)
                 || p == manifest
                 || (p.parent() == Some(out_dir.as_path())
                     && p.extension().is_some_and(|e| e == "md")

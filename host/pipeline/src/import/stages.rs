@@ -15,6 +15,7 @@ use chatmill_runtime::{Adjustments, Declined, Input, LoadedAdapter};
 use chrono::{DateTime, Utc};
 
 use super::{Services, Summary, Work};
+use crate::assets::Assets;
 use crate::inventory::Item;
 use crate::manifest::{FileRecord, Manifest, conversation_key};
 use crate::processor::{Prepared, Processor, Written, chunked_after, chunked_to};
@@ -141,7 +142,8 @@ pub(super) fn chunk_input<'a>(
             index: svc.indexer.map(|ix| IndexSink::threaded(scope, ix)),
         };
         let file = (item.file_name.as_str(), item.mtime.into());
-        let result = prepare_and_commit(w, rx, &sink, file, &mut counts);
+        let links = (w.assets, item);
+        let result = prepare_and_commit(w, rx, &sink, (file, links), &mut counts);
         let FileSink {
             chunk_ids,
             backfill,
@@ -190,13 +192,14 @@ type Done = (usize, u32, Result<Prepared, String>);
 /// and commits them here in input order into `sink`. How far a
 /// conversation is already chunked is worked out as the conversations
 /// before it leave it: a second copy in the same file continues where the
-/// first ends, as it would in the next import. `counts` gets the pairs
-/// parsed and the items skipped.
+/// first ends, as it would in the next import. Attachments are linked to
+/// the export's files (`links`) before a conversation is prepared. `counts`
+/// gets the pairs parsed and the items skipped.
 fn prepare_and_commit(
     w: &mut Work<'_, '_>,
     parsed: Receiver<Result<Conversation, String>>,
     sink: &(dyn ChunkSink + '_),
-    file: (&str, DateTime<Utc>),
+    (file, links): ((&str, DateTime<Utc>), (&Assets<'_>, &Item)),
     counts: &mut (usize, u32),
 ) -> Result<(), String> {
     let p: &Processor<'_> = w.processor;
@@ -212,12 +215,13 @@ fn prepare_and_commit(
                     parsed_all = true;
                     break;
                 };
-                let conv = conv?;
+                let mut conv = conv?;
                 let seen = seen_before(&mut chunked, w.manifest, &conv);
                 in_flight += conv.pairs.len().max(1);
                 let tx = done_tx.clone();
                 let seq = sent;
                 scope.spawn(move |_| {
+                    links.0.link(links.1, &mut conv);
                     // The receiver is gone only when this file failed.
                     let _ = tx.send((seq, prepare(p, sink, &conv, file, seen)));
                 });

@@ -77,7 +77,8 @@ fn chunks_another_writer_records_during_an_import_are_indexed_by_it() {
         );
         m.save(&path).unwrap();
     };
-    let s = run(&svc, &opts, &mut progress).unwrap();
+    // Each input a group of its own: the other writer comes between them.
+    let s = run_grouped(&svc, &opts, &mut progress, Duration::ZERO).unwrap();
     assert!(s.errors.is_empty(), "{s:?}");
     let ids = Indexer::ids(&index).unwrap();
     assert!(ids.contains(other), "the other writer's chunk is indexed");

@@ -122,6 +122,9 @@ pub enum Adjustment {
     CodeLanguage,
     /// More distinct skip reasons than [`REASONS_MAX`]: merged.
     SkipReasonsMerged,
+    /// An attachment uri in the host's own scheme
+    /// ([`chatmill_model::ASSET_URI_SCHEME`]): dropped.
+    HostUri,
 }
 
 impl Adjustment {
@@ -146,6 +149,10 @@ impl Adjustment {
             }
             Self::SkipReasonsMerged => format!(
                 "skip reasons past the first {REASONS_MAX} were merged into `{OTHER_REASONS}`"
+            ),
+            Self::HostUri => format!(
+                "an attachment uri in chatmill's own `{}` scheme was dropped",
+                chatmill_model::ASSET_URI_SCHEME
             ),
         }
     }
@@ -343,7 +350,17 @@ fn part(p: wit::Part, adj: &mut Adjustments) -> Part {
         wit::Part::Attachment(a) => Part::Attachment {
             name: one_line(a.name, 256, "attachment name", adj),
             media_type: a.media_type.map(|m| one_line(m, 128, "media type", adj)),
-            uri: a.uri.map(|u| one_line(u, 2048, "attachment uri", adj)),
+            uri: a
+                .uri
+                .map(|u| one_line(u, 2048, "attachment uri", adj))
+                .filter(|u| {
+                    // Only the host links a copied file (`import::assets`).
+                    let host = u.starts_with(chatmill_model::ASSET_URI_SCHEME);
+                    if host {
+                        adj.add(Adjustment::HostUri);
+                    }
+                    !host
+                }),
         },
         wit::Part::Other(o) => Part::Other {
             kind: one_line(o.kind, 64, "part kind", adj),
@@ -521,6 +538,32 @@ mod tests {
             push_pair(&mut c, pair(i), &mut adj).unwrap();
         }
         assert_eq!(c.pairs.len(), 3);
+    }
+
+    #[test]
+    fn attachment_uris_in_the_hosts_own_scheme_are_dropped() {
+        let mut adj = Adjustments::default();
+        let attachment = |uri: &str| {
+            wit::Part::Attachment(wit::Attachment {
+                name: "x.png".into(),
+                media_type: None,
+                uri: Some(uri.into()),
+            })
+        };
+        let uri = |p: Part| match p {
+            Part::Attachment { uri, .. } => uri,
+            other => panic!("{other:?}"),
+        };
+        let forged = part(attachment("chatmill-asset:0123456789abcdef.png"), &mut adj);
+        assert_eq!(uri(forged), None);
+        assert_eq!(adj.lines().len(), 1);
+        assert!(
+            adj.lines()[0].contains("chatmill-asset:"),
+            "{:?}",
+            adj.lines()
+        );
+        let pointer = part(attachment("file-service://file-abc"), &mut adj);
+        assert_eq!(uri(pointer).as_deref(), Some("file-service://file-abc"));
     }
 
     #[test]
