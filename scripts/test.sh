@@ -9,6 +9,8 @@ bash scripts/setup-llm.sh
 # The local embedding model and a real ChromaDB server (both cached).
 bash scripts/setup-model.sh
 bash scripts/setup-chroma.sh
+# The pinned Python and JavaScript adapter toolchains (tests/e2e/author_kit.rs).
+bash scripts/setup-authoring.sh
 # The real model and the real server must be exercised, not skipped.
 export CHATMILL_REQUIRE_MODEL=1 CHATMILL_REQUIRE_CHROMA=1
 log=$(mktemp)
@@ -20,6 +22,14 @@ failed=$(grep -E '^test result:' "$log" | sed -E 's/.* ([0-9]+) failed.*/\1/' | 
 if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
   # A build failure or crash: no test result lines to count.
   failed=1
+fi
+# The adapter SDK must stay publishable on its own (it is vendored into new
+# adapter projects meanwhile); --allow-dirty: the tree is shared while tests run.
+if ! cargo publish --dry-run --locked --allow-dirty -p chatmill-adapter-sdk >"$log" 2>&1; then
+  cat "$log"
+  echo "cargo publish --dry-run -p chatmill-adapter-sdk failed"
+  failed=$((failed + 1))
+  status=1
 fi
 echo "tests: $passed passed, $failed failed"
 exit "$status"

@@ -271,6 +271,19 @@ fn the_javascript_example_passes_adapters_test() {
     assert_eq!(report["pairs"], 3);
 }
 
+/// First-party adapters that fail a check today: (adapter, check, a part of
+/// its detail). Each must fail exactly so; fixing one fails this test until
+/// its line goes.
+const KNOWN_FAILURES: &[(&str, &str, &str)] = &[
+    // The llm-logs format's group key goes into the conversation's metadata
+    // as `conversation_id`, a frontmatter field the boundary drops.
+    (
+        "api-log",
+        "boundary",
+        "metadata key `conversation_id` is reserved",
+    ),
+];
+
 #[test]
 fn every_first_party_adapter_passes_adapters_test_on_its_samples() {
     let env = Env::new();
@@ -290,12 +303,38 @@ fn every_first_party_adapter_passes_adapters_test_on_its_samples() {
             "test",
             path.to_str().unwrap(),
             env.path(&format!("{name}/fixtures")).to_str().unwrap(),
+            "--json",
         ]);
-        assert_eq!(run.code, 0, "{name}: {run:?}");
+        let report = run.json();
         assert!(
-            run.stdout.contains(&format!("{fixtures} fixture(s)")),
-            "{run:?}"
+            report["conversations"].as_u64().unwrap() >= fixtures,
+            "{name}: {report:#}"
         );
+        let failed: Vec<(String, String)> = report["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["passed"] != true)
+            .map(|c| {
+                (
+                    c["name"].as_str().unwrap().to_string(),
+                    c["details"].to_string(),
+                )
+            })
+            .collect();
+        let known: Vec<_> = KNOWN_FAILURES.iter().filter(|k| k.0 == *name).collect();
+        assert_eq!(
+            failed.len(),
+            known.len(),
+            "{name}: failed {failed:#?}, known {known:?}"
+        );
+        for (check, detail) in known.iter().map(|k| (k.1, k.2)) {
+            assert!(
+                failed.iter().any(|(c, d)| c == check && d.contains(detail)),
+                "{name}: expected `{check}` to fail with {detail:?}: {failed:#?}"
+            );
+        }
+        assert_eq!(run.code, i32::from(!known.is_empty()), "{name}: {run:?}");
     }
 }
 
