@@ -7,7 +7,7 @@
 //! 1. **Threads.** In a main session file, `isSidechain` lines are sub-agent
 //!    transcripts written inline (CLI 1.x): each run (a root sidechain line
 //!    and the sidechain lines below it by `parentUuid`) becomes its own
-//!    conversation, `<session>:sidechain-<root uuid>`, linked by
+//!    conversation, `<session>:sidechain-<root uuid's first 8>`, linked by
 //!    `parent_session_id` and titled by the `Task` call that started it; a
 //!    run without a pair is counted as `sidechain-line`s. In a sub-agent
 //!    file (`agent-*.jsonl`, or a file whose first message line is a
@@ -510,9 +510,11 @@ fn conversation(
 
 /// One conversation per sub-agent run that has pairs, linked to its
 /// session (`parent_session_id`) as a `subagents/` file is: id
-/// `<session>:sidechain-<root line's uuid>`, titled by the `Task` call
-/// whose prompt started it. A run without pairs stays counted in the
-/// session's skips as `sidechain-line`s.
+/// `<session>:sidechain-<label>`, the label the first 8 characters of the
+/// run's root line's uuid (its whole uuid when an earlier run of the file
+/// has those: labels are given in file order, so a file that grows keeps
+/// them), titled by the `Task` call whose prompt started it. A run without
+/// pairs stays counted in the session's skips as `sidechain-line`s.
 fn sidechain_runs(
     runs: Vec<Vec<Entry>>,
     tasks: &[TaskCall],
@@ -522,12 +524,20 @@ fn sidechain_runs(
     skips: &mut Skips,
 ) -> Vec<Conversation> {
     let mut used = vec![false; tasks.len()];
+    let mut labels: BTreeSet<String> = BTreeSet::new();
     let mut out = Vec::new();
     for run in runs {
         let lines = run.len();
         let root = match (run[0].uuid.as_deref(), run[0].line) {
             (Some(u), _) => u.to_string(),
             (None, n) => format!("line-{n}"),
+        };
+        let short: String = root.chars().take(8).collect();
+        let label = if labels.insert(short.clone()) {
+            short
+        } else {
+            labels.insert(root.clone());
+            root
         };
         let mut run_skips = Skips::default();
         let t = thread(run, &mut run_skips);
@@ -557,7 +567,7 @@ fn sidechain_runs(
             }
         }
         metadata.push(("parent_session_id".to_string(), session_id.to_string()));
-        let id = format!("{session_conv}:sidechain-{root}");
+        let id = format!("{session_conv}:sidechain-{label}");
         out.push(conversation(id, title, metadata, t, run_skips));
     }
     out

@@ -296,7 +296,7 @@ fn inline_sub_agent_runs_are_their_own_conversations() {
     let (mut blocks, mut words) = (0, 0);
     for (run, &(root, title)) in convs[1..].iter().zip(FE5E1C67_RUNS) {
         let s = start(run);
-        assert_eq!(s.id, format!("{session}:sidechain-{root}"));
+        assert_eq!(s.id, format!("{session}:sidechain-{}", &root[..8]));
         assert_eq!(s.title.as_deref(), Some(title));
         assert_eq!(meta(&s.metadata, "parent_session_id"), Some(session));
         assert_eq!(meta(&s.metadata, "session_id"), Some(session));
@@ -589,6 +589,37 @@ fn inline_session_local_commands_interruptions_and_replays() {
         "2025-01-01T00:02:00Z"
     );
     assert_eq!(ps[1].model, None);
+}
+
+#[test]
+fn inline_runs_whose_roots_share_a_label_stay_apart() {
+    let lines = [
+        r#"{"type":"user","uuid":"u0","parentUuid":null,"sessionId":"S","timestamp":"2025-01-01T00:00:00Z","message":{"role":"user","content":"Split the work"}}"#,
+        r#"{"type":"assistant","uuid":"a0","parentUuid":"u0","sessionId":"S","timestamp":"2025-01-01T00:00:01Z","message":{"id":"m0","model":"claude-x","content":[{"type":"tool_use","id":"t1","name":"Task","input":{"description":"Part A","prompt":"Do A","subagent_type":"general-purpose"}}]}}"#,
+        r#"{"type":"user","uuid":"abcdef12-0000-4000-8000-000000000001","parentUuid":null,"isSidechain":true,"sessionId":"S","timestamp":"2025-01-01T00:00:02Z","message":{"role":"user","content":"Do A"}}"#,
+        r#"{"type":"user","uuid":"abcdef12-0000-4000-8000-000000000002","parentUuid":null,"isSidechain":true,"sessionId":"S","timestamp":"2025-01-01T00:00:02Z","message":{"role":"user","content":"Do B"}}"#,
+        r#"{"type":"assistant","uuid":"s1","parentUuid":"abcdef12-0000-4000-8000-000000000001","isSidechain":true,"sessionId":"S","timestamp":"2025-01-01T00:00:03Z","message":{"id":"m1","model":"claude-x","content":[{"type":"text","text":"A is done."}]}}"#,
+        r#"{"type":"assistant","uuid":"s2","parentUuid":"abcdef12-0000-4000-8000-000000000002","isSidechain":true,"sessionId":"S","timestamp":"2025-01-01T00:00:03Z","message":{"id":"m2","model":"claude-x","content":[{"type":"text","text":"B is done."}]}}"#,
+        r#"{"type":"user","uuid":"s3","parentUuid":null,"isSidechain":true,"sessionId":"S","timestamp":"2025-01-01T00:00:04Z","message":{"role":"user","content":[{"type":"tool_result","content":"orphan"}]}}"#,
+    ];
+    let items = run("S.jsonl", (lines.join("\n") + "\n").into_bytes()).unwrap();
+    let convs = conversations(&items);
+    assert_eq!(convs.len(), 3);
+    let ids: Vec<&str> = convs.iter().map(|c| start(c).id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "S",
+            "S:sidechain-abcdef12",
+            "S:sidechain-abcdef12-0000-4000-8000-000000000002"
+        ]
+    );
+    assert_eq!(start(convs[1]).title.as_deref(), Some("Part A"));
+    assert_eq!(start(convs[2]).title, None);
+    assert_eq!(texts(&pairs(convs[2])[0].assistant), ["B is done."]);
+    // A run without a prompt (a lone tool result) is no conversation: its
+    // line stays counted in the session.
+    assert_eq!(skipped(convs[0], "sidechain-line"), 1);
 }
 
 #[test]
