@@ -3,7 +3,7 @@
 //!
 //! | content_type | user side | assistant side |
 //! |---|---|---|
-//! | `text` | text | text (citation markers stripped, cited pages as `citation` parts); addressed to a tool (`recipient` ≠ `all`): tool call; on a non-`final` channel: thinking; from a `tool`: tool result |
+//! | `text` | text | text, with the cited pages as `citation` parts where their markers were; addressed to a tool (`recipient` ≠ `all`): tool call; on a non-`final` channel: thinking; from a `tool`: tool result |
 //! | `multimodal_text` | text, transcripts, image/audio pointers as attachments | the same (DALL·E images are attachments) |
 //! | `code` | — | to `python`: code; to another tool (`browser`…): tool call |
 //! | `execution_output`, `tether_browsing_display`, `tether_quote`, `tether_browsing_code`, `sonic_webpage`, `system_error`, `computer_output` | — | tool result (short summary) |
@@ -352,8 +352,7 @@ fn assistant_parts(
                     out.push(Part::Thinking(t.to_owned()));
                 }
             } else {
-                push_text(&mut out, &clean);
-                push_citations(meta, &mut out);
+                push_cited_text(&mut out, &text, meta);
             }
         }
         "multimodal_text" => {
@@ -488,27 +487,147 @@ pub fn browsing_summary(result: &str) -> String {
     }
 }
 
-/// Pages cited by an answer (`metadata.citations`), once each, in order.
-fn push_citations(meta: &MessageMeta<'_>, out: &mut Vec<Part>) {
-    let mut seen: Vec<String> = Vec::new();
-    for c in &meta.citations.0 {
-        let Some(cm) = c.0.as_ref().and_then(|c| c.metadata.0.as_ref()) else {
-            continue;
-        };
-        let Some(url) = cm.url.get() else { continue };
-        if seen.iter().any(|u| u == url) {
+/// The page one entry of `metadata.citations` cites (`Title — URL`, the
+/// footnote the renderer writes), and where its marker starts (characters).
+struct Page {
+    start: Option<u64>,
+    url: String,
+    text: String,
+}
+
+fn cited_pages(meta: &MessageMeta<'_>) -> Vec<Option<Page>> {
+    meta.citations
+        .0
+        .iter()
+        .map(|c| {
+            let c = c.0.as_ref()?;
+            let cm = c.metadata.0.as_ref()?;
+            let url = cm.url.get()?.trim();
+            let text = match cm.title.get().map(str::trim).filter(|t| !t.is_empty()) {
+                Some(t) => format!("{t} — {url}"),
+                None => url.to_owned(),
+            };
+            let start = c.start_ix.as_ref().and_then(serde_json::Value::as_u64);
+            Some(Page {
+                start,
+                url: url.to_owned(),
+                text,
+            })
+        })
+        .collect()
+}
+
+/// An answer's text with its citations where its markers were: the text up
+/// to a marker, a `citation` part (the page, `Title — URL`), the text after
+/// it. The text between is not trimmed (a marker may end a paragraph); the
+/// renderer writes each citation as a footnote reference inside its
+/// paragraph. A marker is matched to the citation that starts where it does
+/// (`start_ix`), or, when no citation says where it starts, to the citation
+/// of its rank; one with no page is removed. Pages cited but never marked
+/// follow the text, once each.
+fn push_cited_text(out: &mut Vec<Part>, text: &str, meta: &MessageMeta<'_>) {
+    let pages = cited_pages(meta);
+    let positioned = pages.iter().flatten().any(|p| p.start.is_some());
+    let mut used = vec![false; pages.len()];
+    let mut pieces: Vec<Part> = Vec::new();
+    let mut buf = String::new();
+    let mut pos = 0;
+    for (rank, m) in citation_markers(text).into_iter().enumerate() {
+        buf.push_str(&text[pos..m.bytes.start]);
+        pos = m.bytes.end;
+        let by_start = pages
+            .iter()
+            .position(|p| p.as_ref().is_some_and(|p| p.start == Some(m.chars)));
+        let by_rank = || pages.get(rank)?.as_ref().map(|_| rank);
+        let page = if positioned { by_start } else { by_rank() };
+        if let Some(i) = page {
+            used[i] = true;
+            if !buf.is_empty() {
+                pieces.push(Part::Text(std::mem::take(&mut buf)));
+            }
+            let text = pages[i]
+                .as_ref()
+                .map(|p| p.text.clone())
+                .unwrap_or_default();
+            pieces.push(Part::Other {
+                kind: "citation".into(),
+                text,
+            });
+        }
+    }
+    buf.push_str(&text[pos..]);
+    pieces.push(Part::Text(buf));
+    // Trimmed at the answer's ends only; blank pieces dropped.
+    if let Some(Part::Text(t)) = pieces.first_mut() {
+        *t = t.trim_start().to_owned();
+    }
+    if let Some(Part::Text(t)) = pieces.last_mut() {
+        *t = t.trim_end().to_owned();
+    }
+    out.extend(
+        pieces
+            .into_iter()
+            .filter(|p| !matches!(p, Part::Text(t) if t.trim().is_empty())),
+    );
+    // By URL: a page shown is not shown again.
+    let mut shown: Vec<&str> = Vec::new();
+    for (i, p) in pages.iter().enumerate() {
+        let Some(p) = p else { continue };
+        if used[i] {
+            shown.push(&p.url);
+        }
+    }
+    for (i, p) in pages.iter().enumerate() {
+        let Some(p) = p else { continue };
+        if used[i] || shown.contains(&p.url.as_str()) {
             continue;
         }
-        seen.push(url.to_owned());
-        let text = match cm.title.get() {
-            Some(t) => format!("{} — {url}", t.trim()),
-            None => url.to_owned(),
-        };
+        shown.push(&p.url);
         out.push(Part::Other {
             kind: "citation".into(),
-            text,
+            text: p.text.clone(),
         });
     }
+}
+
+/// A citation marker in a text: its bytes, and where it starts in characters.
+struct Marker {
+    bytes: std::ops::Range<usize>,
+    chars: u64,
+}
+
+/// The citation markers of `s`, as [`strip_citation_markers`] finds them.
+fn citation_markers(s: &str) -> Vec<Marker> {
+    let mut out = Vec::new();
+    if !has_marker_lead_byte(s.as_bytes()) {
+        return out;
+    }
+    let (mut at, mut chars) = (0usize, 0u64);
+    while let Some((i, open)) = s[at..]
+        .char_indices()
+        .find(|(_, c)| *c == '【' || *c == '\u{e200}')
+    {
+        let start = at + i;
+        chars += s[at..start].chars().count() as u64;
+        let after = start + open.len_utf8();
+        let close = if open == '【' { '】' } else { '\u{e201}' };
+        match s[after..].find(close) {
+            Some(j) if j <= 400 && (open != '【' || s[after..after + j].contains('†')) => {
+                let end = after + j + close.len_utf8();
+                out.push(Marker {
+                    bytes: start..end,
+                    chars,
+                });
+                chars += s[start..end].chars().count() as u64;
+                at = end;
+            }
+            _ => {
+                chars += 1;
+                at = after;
+            }
+        }
+    }
+    out
 }
 
 /// Whether `b` holds 0xE3 or 0xEE. Eight bytes at a time: a word without a

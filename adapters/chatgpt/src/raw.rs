@@ -100,6 +100,9 @@ pub struct FinishDetails<'a> {
 pub struct Citation<'a> {
     #[serde(borrow)]
     pub metadata: LObj<CitationMeta<'a>>,
+    /// Where its marker starts in the text, in characters (any JSON: read
+    /// with `as_u64`, so a hostile value is no index, not a failed file).
+    pub start_ix: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]

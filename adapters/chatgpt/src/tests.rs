@@ -356,11 +356,12 @@ fn content_types_are_classified() {
                 summary: "search(\"cats\")".into()
             },
             Part::ToolResult("Cats — https://cats.example".into()),
-            Part::Text("A cat.".into()),
+            Part::Text("A cat".into()),
             Part::Other {
                 kind: "citation".into(),
                 text: "Cats — https://cats.example".into()
             },
+            Part::Text(".".into()),
         ]
     );
     assert_eq!(p.model.as_deref(), Some("gpt-4o-mini"));
@@ -487,6 +488,48 @@ fn citation_markers_are_found_at_every_offset() {
         strip_citation_markers("naïve café — “quoted” 🙂"),
         std::borrow::Cow::Borrowed(_)
     ));
+}
+
+#[test]
+fn citations_stay_where_their_markers_were() {
+    let cite = |t: &str| Part::Other {
+        kind: "citation".into(),
+        text: t.into(),
+    };
+    let text = "Founded in 2014【3:0†source】.\n\nAcquired in 2020.【3:4†source】【3:9†source】\n\nThe end【9†x】.";
+    // start_ix in characters, as ChatGPT writes them (out of order here).
+    let at = |m: &str| text[..text.find(m).unwrap()].chars().count();
+    let nodes = vec![
+        node("u", None, &["a"], text_msg("user", "tell me", 0.0)),
+        node(
+            "a",
+            Some("u"),
+            &[],
+            json!({"author": {"role": "assistant"}, "recipient": "all",
+            "content": {"content_type": "text", "parts": [text]},
+            "metadata": {"citations": [
+                {"start_ix": at("【3:4"), "metadata": {"title": "Fastly", "url": "https://f.example"}},
+                {"start_ix": at("【3:0"), "metadata": {"title": "Crunchbase", "url": "https://c.example"}},
+                {"start_ix": "nonsense", "metadata": {"url": "https://unmarked.example"}},
+                {"start_ix": at("【3:9"), "metadata": {"title": "Fastly", "url": "https://f.example"}}
+            ]}}),
+        ),
+    ];
+    let c = &parse(&conv(nodes, Some("a")))[0];
+    assert_eq!(
+        c.pairs[0].assistant,
+        [
+            Part::Text("Founded in 2014".into()),
+            cite("Crunchbase — https://c.example"),
+            Part::Text(".\n\nAcquired in 2020.".into()),
+            cite("Fastly — https://f.example"),
+            cite("Fastly — https://f.example"),
+            // `【9†x】` starts where no citation does: removed.
+            Part::Text("\n\nThe end.".into()),
+            // Cited, never marked: after the text.
+            cite("https://unmarked.example"),
+        ]
+    );
 }
 
 #[test]

@@ -202,7 +202,7 @@ fn web_browsing_is_summarized() {
         }
     );
     // Tool output stays short; citation markers are gone from the prose,
-    // the cited pages are parts.
+    // the cited pages are parts where the markers were.
     for pair in &c.pairs {
         for part in &pair.assistant {
             if let Part::ToolResult(s) = part {
@@ -213,7 +213,18 @@ fn web_browsing_is_summarized() {
             }
         }
     }
-    assert!(text_of(&p.assistant).ends_with("maintenance of the vehicle."));
+    // "…maintenance of the vehicle【6†source】【7†source】.": both pages
+    // before the full stop.
+    let n = p.assistant.len();
+    assert!(
+        matches!(&p.assistant[n - 4], Part::Text(t) if t.ends_with("maintenance of the vehicle")),
+        "{:?}",
+        &p.assistant[n - 4..]
+    );
+    for cited in &p.assistant[n - 3..n - 1] {
+        assert!(matches!(cited, Part::Other { kind, .. } if kind == "citation"));
+    }
+    assert_eq!(p.assistant[n - 1], Part::Text(".".into()));
     assert!(p.assistant.contains(&Part::Other {
         kind: "citation".into(),
         text: "Volkswagen Transporter Review - Drive — https://www.drive.com.au/reviews/volkswagen-transporter-review/".into()

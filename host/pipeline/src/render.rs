@@ -135,18 +135,55 @@ fn is_bracket_line(part: &Part) -> bool {
     )
 }
 
+/// The `other` part kind of a citation where its marker was in the text
+/// (its text: the cited page, `Title — URL`, one line).
+pub const CITATION: &str = "citation";
+
+/// The cited page of a [`CITATION`] part.
+fn citation(part: &Part) -> Option<&str> {
+    match part {
+        Part::Other { kind, text } if kind == CITATION => Some(text),
+        _ => None,
+    }
+}
+
 /// A message's parts as Markdown: blocks separated by a blank line, runs of
 /// one-line summaries (tool calls, results, attachments) on consecutive
-/// lines.
+/// lines. A citation is a footnote reference (`[^1]`) right where it is in
+/// its paragraph (the text after it goes on as it was), numbered by page in
+/// the message; the footnotes (`[^1]: Title — URL`) end the message.
 pub fn render_parts(parts: &[Part], opts: RenderOptions) -> String {
     let mut out = String::new();
     let mut prev_bracket = false;
+    let mut notes: Vec<String> = Vec::new();
+    // Text or a reference was written last: a reference or text goes on it.
+    let mut inline = false;
+    let mut after_reference = false;
     for part in parts {
+        if let Some(page) = citation(part) {
+            let page = one_line(page);
+            let n = match notes.iter().position(|p| *p == page) {
+                Some(i) => i + 1,
+                None => {
+                    notes.push(page);
+                    notes.len()
+                }
+            };
+            if !out.is_empty() && !inline {
+                out.push_str("\n\n");
+            }
+            out.push_str(&format!("[^{n}]"));
+            (inline, after_reference, prev_bracket) = (true, true, false);
+            continue;
+        }
         let Some(s) = render_part(part, opts) else {
             continue;
         };
+        let is_text = matches!(part, Part::Text { .. });
         let bracket = is_bracket_line(part);
-        if !out.is_empty() {
+        // Text right after a reference goes on in its paragraph.
+        let goes_on = after_reference && is_text;
+        if !goes_on && !out.is_empty() {
             out.push_str(if bracket && prev_bracket {
                 "\n"
             } else {
@@ -154,7 +191,13 @@ pub fn render_parts(parts: &[Part], opts: RenderOptions) -> String {
             });
         }
         out.push_str(&s);
-        prev_bracket = bracket;
+        (inline, after_reference, prev_bracket) = (is_text, false, bracket);
+    }
+    if !notes.is_empty() {
+        for (i, page) in notes.iter().enumerate() {
+            out.push_str(if i == 0 { "\n\n" } else { "\n" });
+            out.push_str(&format!("[^{}]: {page}", i + 1));
+        }
     }
     out
 }
@@ -163,16 +206,26 @@ pub fn render_parts(parts: &[Part], opts: RenderOptions) -> String {
 /// and the mechanical-exchange filter look at.
 pub fn plain_text(parts: &[Part]) -> String {
     let mut out = String::new();
+    // Text on both sides of a citation is one text.
+    let mut after_reference = false;
     for p in parts {
         let s = match p {
             Part::Text { text } => text.as_str(),
             Part::Code { code, .. } => code.as_str(),
-            _ => continue,
+            _ => {
+                after_reference = citation(p).is_some();
+                continue;
+            }
         };
-        if !out.is_empty() {
-            out.push('\n');
+        if after_reference && matches!(p, Part::Text { .. }) {
+            out.push_str(s.trim_end());
+        } else {
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(s.trim());
         }
-        out.push_str(s.trim());
+        after_reference = false;
     }
     out
 }
@@ -209,6 +262,44 @@ mod tests {
         assert!(
             with.starts_with("> *Thinking:*\n> let me think\n\nLet me look."),
             "{with}"
+        );
+    }
+
+    #[test]
+    fn citations_are_footnote_references_inside_their_paragraph() {
+        let cite = |page: &str| Part::Other {
+            kind: CITATION.into(),
+            text: page.into(),
+        };
+        let parts = vec![
+            text("Founded in 2014"),
+            cite("Crunchbase — https://c.example"),
+            text(".\n\nAcquired in 2020."),
+            cite("Fastly\n— https://f.example"),
+            cite("Crunchbase — https://c.example"),
+            text("\n\nThe end."),
+            Part::ToolCall {
+                name: "browser".into(),
+                summary: "search".into(),
+            },
+            cite("Late — https://l.example"),
+        ];
+        assert_eq!(
+            render_parts(&parts, RenderOptions::default()),
+            "Founded in 2014[^1].\n\nAcquired in 2020.[^2][^1]\n\nThe end.\n\n\
+             [Tool: browser search]\n\n[^3]\n\n\
+             [^1]: Crunchbase — https://c.example\n\
+             [^2]: Fastly — https://f.example\n\
+             [^3]: Late — https://l.example"
+        );
+        assert_eq!(
+            plain_text(&parts),
+            "Founded in 2014.\n\nAcquired in 2020.\n\nThe end."
+        );
+        // No citation, no footnotes.
+        assert_eq!(
+            render_parts(&[text("a"), text("b")], RenderOptions::default()),
+            "a\n\nb"
         );
     }
 
