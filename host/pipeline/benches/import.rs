@@ -150,6 +150,7 @@ fn stage(name: &str, export: &Path, work: &Path) {
                     render: RenderOptions::default(),
                     chunker: ChunkerConfig::default(),
                 },
+                reprocess: None,
             };
             let svc = Services {
                 runtime: &rt,

@@ -7,6 +7,14 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+/// The chunk format this chatmill writes. Raise it with any change to what
+/// the chunks of the same pairs say (rendering, header, frontmatter,
+/// chunking rules): inputs whose chunks an older format wrote are then
+/// reported as outdated, and `import --reprocess` rewrites them.
+/// 2: titles derived where the source has none, citations as footnotes in
+/// place, attachments linked to `assets/`, sub-agent runs of their own.
+pub const CHUNK_FORMAT: u32 = 2;
+
 /// The frontmatter: exactly the spec's fields, plus `conversation_id` and
 /// per-format extras (`project`, `session_id`, …) flattened in.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

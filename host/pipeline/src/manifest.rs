@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-/// The manifest format this chatmill writes.
-pub const MANIFEST_VERSION: u32 = 1;
+/// The manifest format this chatmill writes. 2: inputs record the chunk
+/// format they were written in; `assets` and `stale` may be there.
+pub const MANIFEST_VERSION: u32 = 2;
 /// The file name under the root.
 pub use crate::root::MANIFEST_FILE;
 
@@ -30,6 +31,11 @@ pub struct Manifest {
     pub files: BTreeMap<String, FileRecord>,
     /// By conversation key (`platform:conversation-id`).
     pub conversations: BTreeMap<String, ConversationRecord>,
+    /// Chunk ids a reprocess replaced: removed from the index and the chunk
+    /// folder once a manifest that no longer claims them is durable (see
+    /// `import::reprocess`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stale: Vec<String>,
     /// The export files copied to `ROOT/assets/`, by their name there.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub assets: BTreeMap<String, AssetRecord>,
@@ -63,6 +69,14 @@ pub struct AdapterRef {
     pub id: String,
     pub version: String,
     pub sha256: String,
+    /// The chunk format the input's chunks were written in
+    /// ([`crate::chunk::CHUNK_FORMAT`]; 1 in manifests that predate it).
+    #[serde(default = "first_chunk_format")]
+    pub chunk_format: u32,
+}
+
+fn first_chunk_format() -> u32 {
+    1
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -246,6 +260,7 @@ mod tests {
                     id: "chatgpt".into(),
                     version: "0.1.0".into(),
                     sha256: "11".repeat(32),
+                    chunk_format: crate::chunk::CHUNK_FORMAT,
                 }),
                 processed_at: DateTime::from_timestamp(1_700_000_000, 0).unwrap(),
                 status: FileStatus::Processed,

@@ -32,6 +32,9 @@ pub fn run(ctx: &Context, args: ImportArgs) -> Result<ExitCode, CliError> {
             render: RenderOptions::default(),
             chunker: ChunkerConfig::default(),
         },
+        reprocess: args.reprocess.then(|| import::Reprocess {
+            only: args.only.clone(),
+        }),
     };
     // A progress bar on a terminal (stderr), log lines otherwise.
     let bar = std::io::stderr().is_terminal().then(|| {
@@ -87,6 +90,7 @@ pub fn run(ctx: &Context, args: ImportArgs) -> Result<ExitCode, CliError> {
             .unwrap_or_default();
         crate::render::warning(&format!("`{}`: {}{hint}", w.file, w.reason));
     }
+    notice_outdated(&summary);
     if args.json {
         let s = serde_json::to_string_pretty(&summary)?;
         println!("{s}");
@@ -108,6 +112,9 @@ fn print_human(s: &Summary, ctx: &Context) {
     println!("chunks written:      {}", s.chunks_written);
     println!("duplicates skipped:  {}", s.duplicates_skipped);
     println!("mechanical excluded: {}", s.mechanical_excluded);
+    if s.files_reprocessed > 0 {
+        println!("files reprocessed:   {}", s.files_reprocessed);
+    }
     println!("chunks in total:     {}", s.chunks_total);
     if s.headers_pending > 0 {
         println!(
@@ -132,6 +139,24 @@ fn print_human(s: &Summary, ctx: &Context) {
         let error = CliError::failed(anyhow::anyhow!("`{}`: {}", e.file, e.reason));
         crate::render::error(&error.hint_opt(e.hint.clone()));
     }
+}
+
+/// Inputs an older chatmill read, by adapter, and how to rewrite them.
+fn notice_outdated(s: &Summary) {
+    if s.inputs_outdated.is_empty() {
+        return;
+    }
+    let total: u32 = s.inputs_outdated.values().sum();
+    let by: Vec<String> = s
+        .inputs_outdated
+        .iter()
+        .map(|(id, n)| format!("{}: {n}", visible(id)))
+        .collect();
+    crate::render::notice(&format!(
+        "{total} inputs were read by an older chatmill ({}); their chunks lack what this one writes\n\
+         hint: `chatmill import --reprocess` reads them again and rewrites their chunks (`--only PLATFORM` for some)",
+        by.join(", ")
+    ));
 }
 
 /// The export's files that hold no conversations, by what they are: up to

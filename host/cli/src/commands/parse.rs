@@ -94,7 +94,7 @@ pub fn run(ctx: &Context, args: ParseArgs) -> Result<ExitCode, CliError> {
                 // an input nobody reads.
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(tx) = senders.get(i).and_then(|s| take(s)) else {
+                    let Some(tx) = senders.get(i).and_then(take) else {
                         break;
                     };
                     let input = Input::from_path(&files[i]);

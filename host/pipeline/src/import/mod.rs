@@ -13,6 +13,7 @@
 mod catch_up;
 mod group;
 mod record;
+mod reprocess;
 mod select;
 mod stages;
 #[cfg(test)]
@@ -34,6 +35,7 @@ use crate::root::Root;
 use crate::sink::Indexed;
 use catch_up::catch_up_into;
 pub use record::{FileProblem, Summary};
+pub use reprocess::{Reprocess, is_outdated, outdated};
 
 #[derive(Debug, Clone)]
 pub struct ImportOptions {
@@ -45,6 +47,8 @@ pub struct ImportOptions {
     /// Use this adapter for every input instead of sniffing.
     pub format: Option<String>,
     pub processor: ProcessorConfig,
+    /// Read again the inputs an older chatmill read (`import --reprocess`).
+    pub reprocess: Option<Reprocess>,
 }
 
 /// What an import runs with.
@@ -95,7 +99,13 @@ pub fn run(
     opts: &ImportOptions,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Summary, ImportError> {
-    run_grouped(svc, opts, progress, group::GROUP_TIME)
+    // A reprocess is one group: its forgotten conversations are rewritten
+    // before any save names the run's work.
+    let time = match opts.reprocess {
+        Some(_) => Duration::MAX,
+        None => group::GROUP_TIME,
+    };
+    run_grouped(svc, opts, progress, time)
 }
 
 /// Runs one import whose inputs are made durable in groups that stay open
@@ -163,6 +173,7 @@ fn run_grouped(
     // Whether another writer changed the manifest during the run.
     let mut others_wrote = false;
     let mut processor = Processor::new(opts.processor.clone(), svc.header, &manifest);
+    let mut plan: Option<reprocess::Plan> = None;
     let total = items.len();
     for (index, item) in items.iter().enumerate() {
         progress(Progress::File {
@@ -182,6 +193,14 @@ fn run_grouped(
             manifest = Manifest::load(&manifest_path)?;
             processor = Processor::new(opts.processor.clone(), svc.header, &manifest);
         }
+        if plan.is_none()
+            && let Some(r) = &opts.reprocess
+        {
+            let p = reprocess::prepare(&mut manifest, &items, svc.adapters, r);
+            record::reprocess_planned(&mut summary, &p);
+            processor = Processor::new(opts.processor.clone(), svc.header, &manifest);
+            plan = Some(p);
+        }
         let mut work = Work {
             svc,
             opts,
@@ -190,6 +209,7 @@ fn run_grouped(
             summary: &mut summary,
             index_failure: &mut index_failure,
             assets: &assets,
+            due: plan.as_ref().map(|p| &p.due),
         };
         if let Some(companion) = select::import_one(&mut work, item) {
             select::import_one(&mut work, companion);
@@ -201,7 +221,18 @@ fn run_grouped(
         }
         group.input_done(&manifest)?;
     }
+    if plan.is_none()
+        && let Some(r) = &opts.reprocess
+    {
+        // No input to read: the outdated ones are all missing.
+        group.enter()?;
+        let p = reprocess::prepare(&mut manifest, &items, svc.adapters, r);
+        record::reprocess_planned(&mut summary, &p);
+    }
+    let gone = reprocess::unclaimed(&mut manifest);
     group.close(&manifest)?;
+    reprocess::remove_stale(svc, opts, &mut manifest, &gone)?;
+    summary.inputs_outdated = outdated(&manifest, svc.adapters);
     tracing::debug!("{total} inputs made durable in {} groups", group.saves);
     summary.chunks_total = manifest.chunk_count() as u32;
     if let Some(indexer) = svc.indexer {
@@ -279,4 +310,6 @@ struct Work<'r, 's> {
     index_failure: &'r mut IndexFailure,
     /// The export files attachments may link.
     assets: &'r Assets<'r>,
+    /// Inputs a reprocess reads again whatever their hash.
+    due: Option<&'r std::collections::BTreeSet<String>>,
 }

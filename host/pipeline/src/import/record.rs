@@ -45,6 +45,24 @@ pub struct Summary {
     /// Chunks written with a stand-in header because the header model
     /// failed; queued for `chatmill backfill`.
     pub headers_pending: u32,
+    /// Inputs read again by `import --reprocess`.
+    pub files_reprocessed: u32,
+    /// After the run, inputs an older chatmill read (by the adapter that
+    /// read them): `import --reprocess` would read them again.
+    pub inputs_outdated: std::collections::BTreeMap<String, u32>,
+}
+
+/// What a reprocess will read again, and what it cannot: outdated inputs
+/// that are not among the run's are listed, their chunks kept.
+pub(super) fn reprocess_planned(summary: &mut Summary, plan: &super::reprocess::Plan) {
+    summary.files_reprocessed = plan.due.len() as u32;
+    for key in &plan.missing {
+        let reason = "an older chatmill read it, and it is not among this run's inputs (no longer in raw/?): its chunks are kept as they are".to_string();
+        let hint = "to rewrite them, put the file back (or name it) and run `chatmill import --reprocess` again";
+        summary
+            .warnings
+            .push(problem(key, reason, Some(hint.into()), false));
+    }
 }
 
 /// An input's content hash and size, as its import gets them.
@@ -176,6 +194,7 @@ pub(super) fn outcome(
         id: id.clone(),
         version: adapter.info.version.clone(),
         sha256: adapter.sha256.clone(),
+        chunk_format: crate::chunk::CHUNK_FORMAT,
     });
     for d in &staged.parsed.declined {
         let reason = format!(

@@ -28,6 +28,9 @@ pub(super) fn import_one<'i>(w: &mut Work<'_, '_>, item: &'i Item) -> Option<&'i
     if item.companion.is_none() && !w.manifest.files.contains_key(&item.key) {
         return import_new(w, item);
     }
+    if w.due.is_some_and(|due| due.contains(&item.key)) {
+        return reread(w, item);
+    }
     let (sha256, size) = match item.hash() {
         Ok(h) => h,
         Err(e) => {
@@ -74,6 +77,23 @@ pub(super) fn import_one<'i>(w: &mut Work<'_, '_>, item: &'i Item) -> Option<&'i
             Some(_) => {}
         }
     }
+    import_parsed(w, ((item, Digest::Known(sha256, size)), companion))
+}
+
+/// Reads an input a reprocess is due to read again, whatever its hash
+/// says (with its batch companion, when it has one).
+fn reread<'i>(w: &mut Work<'_, '_>, item: &'i Item) -> Option<&'i Item> {
+    let (sha256, size) = match item.hash() {
+        Ok(h) => h,
+        Err(e) => {
+            unreadable(w, &item.key, &e);
+            return item.companion.as_deref();
+        }
+    };
+    let companion = item
+        .companion
+        .as_deref()
+        .and_then(|c| c.hash().ok().map(|h| (c, h)));
     import_parsed(w, ((item, Digest::Known(sha256, size)), companion))
 }
 

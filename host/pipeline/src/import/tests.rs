@@ -20,6 +20,7 @@ fn options(root: &std::path::Path, inputs: Vec<PathBuf>) -> ImportOptions {
             render: Default::default(),
             chunker: Default::default(),
         },
+        reprocess: None,
     }
 }
 
