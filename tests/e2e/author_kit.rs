@@ -130,6 +130,14 @@ fn new_project_builds_tests_adds_and_imports(lang: &str, extra_path: Option<&Pat
         }
     }
     assert!(env.adapters_dir().join("mychat.wasm").exists());
+    // The project's native tests (no wasm): the SDK's test kit, or the
+    // format module's tests.
+    let native = match lang {
+        "rust" => "cargo test --quiet",
+        _ => "python3 -m unittest --quiet",
+    };
+    let run = shell(&env, &project, native, extra_path);
+    assert_eq!(run.code, 0, "`{native}`:\n{run:?}");
 
     let input = env.write(
         "exports/week-18.chatlog",
@@ -253,6 +261,8 @@ fn the_python_example_passes_adapters_test() {
         Some(&componentize_py_bin()),
     );
     assert_eq!(build.code, 0, "{build:?}");
+    let unit = shell(&env, &dir, "python3 -m unittest --quiet", None);
+    assert_eq!(unit.code, 0, "{unit:?}");
     let report = example_passes(&env, &dir, "sillytavern.wasm");
     assert_eq!(report["adapter"]["id"], "sillytavern");
     assert_eq!(report["pairs"], 3);
@@ -266,6 +276,8 @@ fn the_javascript_example_passes_adapters_test() {
     std::os::unix::fs::symlink(componentize_js_modules(), dir.join("node_modules")).unwrap();
     let build = shell(&env, &dir, "npm run build", None);
     assert_eq!(build.code, 0, "{build:?}");
+    let unit = shell(&env, &dir, "node --test", None);
+    assert_eq!(unit.code, 0, "{unit:?}");
     let report = example_passes(&env, &dir, "telegram.wasm");
     assert_eq!(report["adapter"]["id"], "telegram");
     assert_eq!(report["pairs"], 3);

@@ -50,20 +50,21 @@ function items(chat) {
   return out;
 }
 
+/** The whole input, read in pieces into one growing buffer (an array of
+ * pieces would cost an object per piece: the host may hand out 1 byte). */
 function readAll(input) {
-  const chunks = [];
+  let bytes = new Uint8Array(READ_SIZE);
   let size = 0;
   for (let chunk = input.read(READ_SIZE); chunk.length; chunk = input.read(READ_SIZE)) {
-    chunks.push(chunk);
+    if (size + chunk.length > bytes.length) {
+      const grown = new Uint8Array(Math.max(bytes.length * 2, size + chunk.length));
+      grown.set(bytes.subarray(0, size));
+      bytes = grown;
+    }
+    bytes.set(chunk, size);
     size += chunk.length;
   }
-  const bytes = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    bytes.set(c, at);
-    at += c.length;
-  }
-  return new TextDecoder().decode(bytes);
+  return new TextDecoder().decode(bytes.subarray(0, size));
 }
 
 class Session {

@@ -43,12 +43,12 @@ pub struct ParseStream<'a> {
     adjustments: Adjustments,
 }
 
-/// How the host feeds an adapter: at most `read_bytes` per `read` and
-/// `items_per_batch` items asked per `next` (the limits' values by default;
-/// the conformance checks feed 1 byte and ask for 1 item).
+/// How the host feeds an adapter: the first `trickle` bytes 1 byte per
+/// `read`, and `items_per_batch` items asked per `next` (the limits' value
+/// by default). The conformance checks trickle and ask for 1 item.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Feed {
-    pub read_bytes: Option<usize>,
+    pub trickle: u64,
     pub items_per_batch: Option<u32>,
 }
 
@@ -94,7 +94,7 @@ impl Runtime {
                 size_hint,
                 reader,
                 consumed: 0,
-                read_cap: feed.read_bytes.unwrap_or(crate::store::MAX_READ),
+                trickle_until: feed.trickle,
             })
             .map_err(|e| AdapterError::Engine {
                 reason: format!("{e:#}"),

@@ -11,7 +11,7 @@ use crate::bindings::chatmill::adapter::{input, log, types};
 use crate::pipe::CappedPipe;
 
 /// Bytes the host hands over per `read`, at most.
-pub(crate) const MAX_READ: usize = 1024 * 1024;
+const MAX_READ: usize = 1024 * 1024;
 /// Bytes kept of one log message.
 const MAX_LOG_MESSAGE: usize = 4096;
 
@@ -21,9 +21,9 @@ pub struct SourceState {
     pub(crate) size_hint: Option<u64>,
     pub(crate) reader: Box<dyn Read + Send>,
     pub(crate) consumed: u64,
-    /// Bytes handed over per `read`, at most ([`MAX_READ`] unless a
-    /// conformance check feeds the adapter byte by byte).
-    pub(crate) read_cap: usize,
+    /// The input is handed over 1 byte per `read` until this offset (a
+    /// conformance check; 0 otherwise).
+    pub(crate) trickle_until: u64,
 }
 
 /// Caps the *sum* of all linear memories of one instance (wasmtime's
@@ -163,7 +163,11 @@ impl input::HostSource for HostState {
             .table
             .get_mut(&this)
             .map_err(|e| format!("invalid source handle: {e}"))?;
-        let max = (max as usize).min(MAX_READ).min(source.read_cap.max(1));
+        let max = if source.consumed < source.trickle_until {
+            1
+        } else {
+            (max as usize).min(MAX_READ)
+        };
         let mut buf = vec![0; max];
         let mut filled = 0;
         // Fill as much as is cheaply available, so tiny reads from the

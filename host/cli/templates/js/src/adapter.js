@@ -43,17 +43,13 @@ class Session {
   }
 
   static open(input, _options) {
-    const chunks = [];
-    for (let chunk = input.read(READ_SIZE); chunk.length; chunk = input.read(READ_SIZE)) {
-      chunks.push(chunk);
-    }
-    const text = new TextDecoder().decode(concat(chunks));
     const name = input.name();
     try {
-      return new Session(items(name.replace(/\.[^.]*$/, '') || name, parse(text)));
+      return new Session(items(name.replace(/\.[^.]*$/, '') || name, parse(readAll(input))));
     } catch (e) {
-      const kind = e instanceof NotThisFormat ? 'not-this-format' : 'malformed';
-      throw { kind, message: String(e.message ?? e), location: { line: 1n } };
+      // A refused input is a typed error; anything else is a bug, left to crash.
+      if (e instanceof NotThisFormat) throw { kind: 'not-this-format', message: e.message, location: { line: 1n } };
+      throw e;
     }
   }
 
@@ -62,14 +58,21 @@ class Session {
   }
 }
 
-function concat(chunks) {
-  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
+/** The whole input, read in pieces into one growing buffer (an array of
+ * pieces would cost an object per piece: the host may hand out 1 byte). */
+function readAll(input) {
+  let bytes = new Uint8Array(READ_SIZE);
+  let size = 0;
+  for (let chunk = input.read(READ_SIZE); chunk.length; chunk = input.read(READ_SIZE)) {
+    if (size + chunk.length > bytes.length) {
+      const grown = new Uint8Array(Math.max(bytes.length * 2, size + chunk.length));
+      grown.set(bytes.subarray(0, size));
+      bytes = grown;
+    }
+    bytes.set(chunk, size);
+    size += chunk.length;
   }
-  return out;
+  return new TextDecoder().decode(bytes.subarray(0, size));
 }
 
 export const parser = {
