@@ -169,18 +169,21 @@ fn citations_stay_where_they_were_as_footnotes() {
         )],
     );
     let all = chunks(&root);
-    // The answer's markers: "…maintenance of the vehicle【6†source】【7†source】."
-    // and, two answers later, "…due to the additional weight【13†source】.".
+    // The markers: "…maintenance of the vehicle【6†source】【7†source】.", and in
+    // the two answers after it (short follow-ups, merged into the same chunk:
+    // their footnotes are numbered on, so every label is unique in the file)
+    // "…due to the additional weight【13†source】." and "…acceleration and
+    // deceleration【13†source】.".
+    let carsales = "Volkswagen Transporter TDI340 2014 - Pricing & Specifications | carsales.com.au — https://www.carsales.com.au/volkswagen/transporter/price/2014/tdi340-381631/";
+    let (third, fourth) = (format!("[^3]: {carsales}"), format!("[^4]: {carsales}"));
     for (reference, footnotes) in [
         (
             "maintenance of the vehicle[^1][^2].",
             "[^1]: 2021 Volkswagen Transporter T6.1 L2H1 2.0 TDI 110HP specs, dimensions — https://www.ultimatespecs.com/car-specs/Volkswagen/118424/2021-Volkswagen-Transporter-T61-L2H1-20-TDI-110HP.html\n\
              [^2]: Volkswagen Transporter Review - Drive — https://www.drive.com.au/reviews/volkswagen-transporter-review/",
         ),
-        (
-            "due to the additional weight[^1].",
-            "[^1]: Volkswagen Transporter TDI340 2014 - Pricing & Specifications | carsales.com.au — https://www.carsales.com.au/volkswagen/transporter/price/2014/tdi340-381631/",
-        ),
+        ("due to the additional weight[^3].", third.as_str()),
+        ("acceleration and deceleration[^4].", fourth.as_str()),
     ] {
         let (_, chunk) = all
             .iter()
@@ -193,6 +196,15 @@ fn citations_stay_where_they_were_as_footnotes() {
     }
     for (_, t) in &all {
         assert!(!t.contains('【'), "{t}");
+        let mut labels: Vec<&str> = t
+            .lines()
+            .filter(|l| l.starts_with("[^"))
+            .filter_map(|l| l.split_once("]: ").map(|(label, _)| label))
+            .collect();
+        let n = labels.len();
+        labels.sort_unstable();
+        labels.dedup();
+        assert_eq!(labels.len(), n, "a footnote label twice in one file: {t}");
     }
 }
 

@@ -418,6 +418,7 @@ impl<'a> Processor<'a> {
             fallback_time,
             fresh,
             texts,
+            render: self.cfg.render,
             independent,
             common,
             extras,
@@ -616,6 +617,9 @@ struct Chunking<'c> {
     /// The pairs not chunked before, and their rendered text.
     fresh: Vec<&'c Pair>,
     texts: Vec<PairText>,
+    /// How they were rendered (answers that share a chunk are rendered
+    /// again when their footnotes must be numbered on).
+    render: RenderOptions,
     /// Separate requests (`pairs: independent`), not one dialogue.
     independent: bool,
     /// What most of its requests share (independent pairs only).
@@ -634,14 +638,29 @@ impl Chunking<'_> {
                 user: self.texts[planned.pairs[0]].user.clone(),
                 assistant: text.clone(),
             }],
-            None => planned
-                .pairs
-                .iter()
-                .map(|&i| Exchange {
-                    user: self.texts[i].user.clone(),
-                    assistant: self.texts[i].assistant.clone(),
-                })
-                .collect(),
+            None => {
+                // Footnote labels stay unique when answers share the file.
+                let answers: Vec<(&[chatmill_model::Part], &str)> = planned
+                    .pairs
+                    .iter()
+                    .map(|&i| {
+                        (
+                            &self.fresh[i].assistant[..],
+                            self.texts[i].assistant.as_str(),
+                        )
+                    })
+                    .collect();
+                let answers = crate::render::answers_numbered_on(&answers, self.render);
+                planned
+                    .pairs
+                    .iter()
+                    .zip(answers)
+                    .map(|(&i, assistant)| Exchange {
+                        user: self.texts[i].user.clone(),
+                        assistant,
+                    })
+                    .collect()
+            }
         }
     }
 }

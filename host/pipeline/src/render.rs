@@ -153,6 +153,44 @@ fn citation(part: &Part) -> Option<&str> {
 /// its paragraph (the text after it goes on as it was), numbered by page in
 /// the message; the footnotes (`[^1]: Title — URL`) end the message.
 pub fn render_parts(parts: &[Part], opts: RenderOptions) -> String {
+    render_numbered(parts, opts, 1)
+}
+
+/// The answers of consecutive exchanges that share one chunk file, as
+/// [`render_parts`] renders each, but with footnotes numbered on from one
+/// answer to the next, so that a label is unique in its file. Each answer
+/// comes with its text as rendered alone, kept where the numbers are the
+/// same (an answer with no footnote before it).
+pub fn answers_numbered_on(answers: &[(&[Part], &str)], opts: RenderOptions) -> Vec<String> {
+    let mut first = 1;
+    answers
+        .iter()
+        .map(|&(parts, alone)| {
+            let text = if first == 1 {
+                alone.to_string()
+            } else {
+                render_numbered(parts, opts, first)
+            };
+            first += footnotes(parts);
+            text
+        })
+        .collect()
+}
+
+/// How many footnotes [`render_parts`] writes for `parts`: their distinct
+/// cited pages.
+fn footnotes(parts: &[Part]) -> usize {
+    let mut pages: Vec<String> = Vec::new();
+    for page in parts.iter().filter_map(citation).map(one_line) {
+        if !pages.contains(&page) {
+            pages.push(page);
+        }
+    }
+    pages.len()
+}
+
+/// [`render_parts`] with footnotes numbered from `first`.
+fn render_numbered(parts: &[Part], opts: RenderOptions, first: usize) -> String {
     let mut out = String::new();
     let mut prev_bracket = false;
     let mut notes: Vec<String> = Vec::new();
@@ -162,13 +200,14 @@ pub fn render_parts(parts: &[Part], opts: RenderOptions) -> String {
     for part in parts {
         if let Some(page) = citation(part) {
             let page = one_line(page);
-            let n = match notes.iter().position(|p| *p == page) {
-                Some(i) => i + 1,
-                None => {
-                    notes.push(page);
-                    notes.len()
-                }
-            };
+            let n = first
+                + match notes.iter().position(|p| *p == page) {
+                    Some(i) => i,
+                    None => {
+                        notes.push(page);
+                        notes.len() - 1
+                    }
+                };
             if !out.is_empty() && !inline {
                 out.push_str("\n\n");
             }
@@ -196,7 +235,7 @@ pub fn render_parts(parts: &[Part], opts: RenderOptions) -> String {
     if !notes.is_empty() {
         for (i, page) in notes.iter().enumerate() {
             out.push_str(if i == 0 { "\n\n" } else { "\n" });
-            out.push_str(&format!("[^{}]: {page}", i + 1));
+            out.push_str(&format!("[^{}]: {page}", first + i));
         }
     }
     out
@@ -295,6 +334,26 @@ mod tests {
         assert_eq!(
             plain_text(&parts),
             "Founded in 2014.\n\nAcquired in 2020.\n\nThe end."
+        );
+        // Answers that share a chunk number their footnotes on.
+        let second = [
+            text("Later"),
+            cite("Other — https://o.example"),
+            cite("Late — https://l.example"),
+        ];
+        let answers = answers_numbered_on(
+            &[
+                (&parts, &render_parts(&parts, RenderOptions::default())),
+                (&[text("No notes.")], "No notes."),
+                (&second, &render_parts(&second, RenderOptions::default())),
+            ],
+            RenderOptions::default(),
+        );
+        assert_eq!(answers[0], render_parts(&parts, RenderOptions::default()));
+        assert_eq!(answers[1], "No notes.");
+        assert_eq!(
+            answers[2],
+            "Later[^4][^5]\n\n[^4]: Other — https://o.example\n[^5]: Late — https://l.example"
         );
         // No citation, no footnotes.
         assert_eq!(
