@@ -12,7 +12,8 @@ use sha2::{Digest, Sha256};
 /// chunking rules): inputs whose chunks an older format wrote are then
 /// reported as outdated, and `import --reprocess` rewrites them.
 /// 2: titles derived where the source has none, citations as footnotes in
-/// place, attachments linked to `assets/`, sub-agent runs of their own.
+/// place, attachments linked to `assets/`, sub-agent runs of their own, one
+/// rule for mechanical exchanges ("hi again" is left out like "hi there").
 pub const CHUNK_FORMAT: u32 = 2;
 
 /// The frontmatter: exactly the spec's fields, plus `conversation_id` and
