@@ -27,7 +27,7 @@ use chatmill_runtime::{AdapterSet, Runtime};
 
 use crate::assets::Assets;
 use crate::header::HeaderWriter;
-use crate::inventory;
+use crate::inventory::{self, Item};
 use crate::lock::RootLock;
 use crate::manifest::{Manifest, ManifestError};
 use crate::processor::{Processor, ProcessorConfig};
@@ -117,47 +117,24 @@ fn run_grouped(
     progress: &mut dyn FnMut(Progress<'_>),
     group_time: Duration,
 ) -> Result<Summary, ImportError> {
-    let out_dir = &opts.processor.out_dir;
-    fs_err::create_dir_all(out_dir).map_err(|source| ImportError::Root {
-        path: out_dir.clone(),
-        source,
-    })?;
-    // A killed run may have left temp files (never half chunk files: those
-    // are renamed into place whole). Swept under the root lock: a running
-    // server (or another import) writes its temp files under it, and one
-    // swept mid-write made its rename fail.
-    {
-        let _lock = RootLock::acquire(&opts.root, Duration::from_secs(600))?;
-        inventory::sweep_temp_files(out_dir);
-        inventory::sweep_temp_files(&opts.root);
-        inventory::sweep_temp_files(&Root::new(&opts.root).assets());
-    }
+    sweep(opts)?;
     let manifest_path = Root::new(&opts.root).manifest();
-    let mut manifest = Manifest::load(&manifest_path)?;
+    let manifest = Manifest::load(&manifest_path)?;
     let (items, broken) =
         inventory::collect(&inputs_of(opts)?).map_err(|e| ImportError::Inventory {
             path: e.path.clone(),
             source: std::io::Error::other(e.message),
         })?;
-    let items = select::without_own_files(items, &opts.root, out_dir);
+    let items = select::without_own_files(items, &opts.root, &opts.processor.out_dir);
     let assets = Assets::new(&opts.root, &items);
-    let mut summary = Summary::default();
-    let mut index_failure: IndexFailure = None;
+    let mut run = Driver::new(svc, opts, manifest_path, manifest, group_time);
     // The index takes the chunks the manifest has and it lacks (a killed
     // run, an index that was down) before the run adds its own: what there
     // is to compare is then only what earlier runs left (nothing, in a first
     // import), and the run does not end on a pass over every id.
-    if let Some(indexer) = svc.indexer {
-        catch_up_into(
-            indexer,
-            &manifest,
-            out_dir,
-            &mut summary,
-            &mut index_failure,
-        );
-    }
+    run.catch_up();
     for b in broken {
-        summary.errors.push(FileProblem {
+        run.summary.errors.push(FileProblem {
             file: b.path.display().to_string(),
             reason: b.message,
             hint: Some("the archive is damaged or incomplete; download the export again".into()),
@@ -165,94 +142,174 @@ fn run_grouped(
         });
     }
     progress(Progress::Inventory { files: items.len() });
-
-    // One writer at a time on the root (an inline server may be running):
-    // the lock per group of inputs, made durable together, and the manifest
-    // re-read when someone else wrote it meanwhile.
-    let mut group = group::Group::new(opts.root.clone(), manifest_path.clone(), group_time);
-    // Whether another writer changed the manifest during the run.
-    let mut others_wrote = false;
-    let mut processor = Processor::new(opts.processor.clone(), svc.header, &manifest);
-    let mut plan: Option<reprocess::Plan> = None;
-    let total = items.len();
     for (index, item) in items.iter().enumerate() {
         progress(Progress::File {
             index,
-            of: total,
+            of: items.len(),
             name: &item.key,
         });
+        run.input(item, &items, &assets)?;
+    }
+    run.finish(&items)
+}
+
+/// Creates the chunk folder and sweeps what a killed run may have left:
+/// temp files (never half chunk files: those are renamed into place whole).
+/// Under the root lock: a running server (or another import) writes its
+/// temp files under it, and one swept mid-write made its rename fail.
+fn sweep(opts: &ImportOptions) -> Result<(), ImportError> {
+    let out_dir = &opts.processor.out_dir;
+    fs_err::create_dir_all(out_dir).map_err(|source| ImportError::Root {
+        path: out_dir.clone(),
+        source,
+    })?;
+    let _lock = RootLock::acquire(&opts.root, Duration::from_secs(600))?;
+    inventory::sweep_temp_files(out_dir);
+    inventory::sweep_temp_files(&opts.root);
+    inventory::sweep_temp_files(&Root::new(&opts.root).assets());
+    Ok(())
+}
+
+/// One import between its inputs: the manifest and the processor as of
+/// the last input, the summary so far, and the open group.
+struct Driver<'r, 's> {
+    svc: &'r Services<'s>,
+    opts: &'r ImportOptions,
+    manifest_path: PathBuf,
+    manifest: Manifest,
+    processor: Processor<'s>,
+    summary: Summary,
+    index_failure: IndexFailure,
+    /// One writer at a time on the root (an inline server may be running):
+    /// the lock per group of inputs, made durable together.
+    group: group::Group,
+    /// What `--reprocess` reads again, once the run holds the lock.
+    plan: Option<reprocess::Plan>,
+    /// Whether another writer changed the manifest during the run.
+    others_wrote: bool,
+}
+
+impl<'r, 's> Driver<'r, 's> {
+    fn new(
+        svc: &'r Services<'s>,
+        opts: &'r ImportOptions,
+        manifest_path: PathBuf,
+        manifest: Manifest,
+        group_time: Duration,
+    ) -> Self {
+        let group = group::Group::new(opts.root.clone(), manifest_path.clone(), group_time);
+        Self {
+            svc,
+            opts,
+            processor: Processor::new(opts.processor.clone(), svc.header, &manifest),
+            manifest_path,
+            manifest,
+            summary: Summary::default(),
+            index_failure: None,
+            group,
+            plan: None,
+            others_wrote: false,
+        }
+    }
+
+    fn catch_up(&mut self) {
+        if let Some(indexer) = self.svc.indexer {
+            let out_dir = &self.opts.processor.out_dir;
+            let (summary, failure) = (&mut self.summary, &mut self.index_failure);
+            catch_up_into(indexer, &self.manifest, out_dir, summary, failure);
+        }
+    }
+
+    /// Imports one input (with its companion) in the open group.
+    fn input(
+        &mut self,
+        item: &Item,
+        items: &[Item],
+        assets: &Assets<'_>,
+    ) -> Result<(), ImportError> {
         // A file of the export that holds no conversations (an account
         // file, an image) is listed with what it is; no adapter is asked.
         if let Some(what) = crate::known_files::what_is(&item.file_name) {
             let ignored = record::problem(&item.key, what.into(), None, false);
-            summary.files_ignored.push(ignored);
-            continue;
+            self.summary.files_ignored.push(ignored);
+            return Ok(());
         }
-        if group.enter()? {
-            others_wrote = true;
-            manifest = Manifest::load(&manifest_path)?;
-            processor = Processor::new(opts.processor.clone(), svc.header, &manifest);
+        if self.group.enter()? {
+            // Someone else saved the manifest meanwhile.
+            self.others_wrote = true;
+            self.manifest = Manifest::load(&self.manifest_path)?;
+            self.renew_processor();
         }
-        if plan.is_none()
-            && let Some(r) = &opts.reprocess
-        {
-            let p = reprocess::prepare(&mut manifest, &items, svc.adapters, r);
-            record::reprocess_planned(&mut summary, &p);
-            processor = Processor::new(opts.processor.clone(), svc.header, &manifest);
-            plan = Some(p);
-        }
+        self.plan_reprocess(items);
         let mut work = Work {
-            svc,
-            opts,
-            processor: &mut processor,
-            manifest: &mut manifest,
-            summary: &mut summary,
-            index_failure: &mut index_failure,
-            assets: &assets,
-            due: plan.as_ref().map(|p| &p.due),
+            svc: self.svc,
+            opts: self.opts,
+            processor: &mut self.processor,
+            manifest: &mut self.manifest,
+            summary: &mut self.summary,
+            index_failure: &mut self.index_failure,
+            assets,
+            due: self.plan.as_ref().map(|p| &p.due),
         };
         if let Some(companion) = select::import_one(&mut work, item) {
             select::import_one(&mut work, companion);
         }
-        for failed in assets.record_into(&mut manifest) {
+        for failed in assets.record_into(&mut self.manifest) {
             let hint = "the chunk names the file without a link; run the import again once the file can be read";
             let warning = record::problem(&item.key, failed, Some(hint.into()), true);
-            summary.warnings.push(warning);
+            self.summary.warnings.push(warning);
         }
-        group.input_done(&manifest)?;
+        self.group.input_done(&self.manifest)
     }
-    if plan.is_none()
-        && let Some(r) = &opts.reprocess
-    {
-        // No input to read: the outdated ones are all missing.
-        group.enter()?;
-        let p = reprocess::prepare(&mut manifest, &items, svc.adapters, r);
-        record::reprocess_planned(&mut summary, &p);
+
+    fn renew_processor(&mut self) {
+        let (cfg, header) = (self.opts.processor.clone(), self.svc.header);
+        self.processor = Processor::new(cfg, header, &self.manifest);
     }
-    let gone = reprocess::unclaimed(&mut manifest);
-    group.close(&manifest)?;
-    reprocess::remove_stale(svc, opts, &mut manifest, &gone)?;
-    summary.inputs_outdated = outdated(&manifest, svc.adapters);
-    tracing::debug!("{total} inputs made durable in {} groups", group.saves);
-    summary.chunks_total = manifest.chunk_count() as u32;
-    if let Some(indexer) = svc.indexer {
+
+    /// With `--reprocess`, once per run and under the lock: forgets what the
+    /// outdated inputs wrote.
+    fn plan_reprocess(&mut self, items: &[Item]) {
+        let Some(r) = self.opts.reprocess.as_ref().filter(|_| self.plan.is_none()) else {
+            return;
+        };
+        let plan = reprocess::prepare(&mut self.manifest, items, self.svc.adapters, r);
+        record::reprocess_planned(&mut self.summary, &plan);
+        self.renew_processor();
+        self.plan = Some(plan);
+    }
+
+    /// Makes the last group durable, removes what a reprocess replaced, and
+    /// completes the summary.
+    fn finish(mut self, items: &[Item]) -> Result<Summary, ImportError> {
+        if self.opts.reprocess.is_some() && self.plan.is_none() {
+            // No input was read: the outdated ones are all missing.
+            self.group.enter()?;
+            self.plan_reprocess(items);
+        }
+        let gone = reprocess::unclaimed(&mut self.manifest);
+        self.group.close(&self.manifest)?;
+        tracing::debug!("inputs made durable in {} groups", self.group.saves);
+        reprocess::remove_stale(self.svc, self.opts, &mut self.manifest, &gone)?;
+        let mut summary = self.summary;
+        summary.inputs_outdated = outdated(&self.manifest, self.svc.adapters);
+        summary.chunks_total = self.manifest.chunk_count() as u32;
+        let Some(indexer) = self.svc.indexer else {
+            return Ok(summary);
+        };
+        let mut failure = self.index_failure;
         // Another writer's chunks that its index left out (an inline server
         // whose index failed) are taken in by this run.
-        if others_wrote && index_failure.is_none() {
-            catch_up_into(
-                indexer,
-                &manifest,
-                out_dir,
-                &mut summary,
-                &mut index_failure,
-            );
+        if self.others_wrote && failure.is_none() {
+            let out_dir = &self.opts.processor.out_dir;
+            catch_up_into(indexer, &self.manifest, out_dir, &mut summary, &mut failure);
         }
         summary.index_total = indexer.count().ok();
-        if let Some((n, e)) = index_failure {
+        if let Some((n, e)) = failure {
             summary.errors.push(index_problem(n, &e));
         }
+        Ok(summary)
     }
-    Ok(summary)
 }
 
 /// The inputs to inventory: `opts.inputs` (each must exist), else `ROOT/raw`.
