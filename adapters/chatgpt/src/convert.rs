@@ -527,12 +527,49 @@ fn cited_pages(meta: &MessageMeta<'_>) -> Vec<Option<Page>> {
 /// follow the text, once each.
 fn push_cited_text(out: &mut Vec<Part>, text: &str, meta: &MessageMeta<'_>) {
     let pages = cited_pages(meta);
-    let positioned = pages.iter().flatten().any(|p| p.start.is_some());
     let mut used = vec![false; pages.len()];
+    let markers = citation_markers(text);
+    if markers.is_empty() {
+        // Most answers: the text as it is, one copy.
+        push_text(out, text);
+    } else {
+        place_citations(out, text, &markers, &pages, &mut used);
+    }
+    // By URL: a page shown is not shown again.
+    let mut shown: Vec<&str> = Vec::new();
+    for (i, p) in pages.iter().enumerate() {
+        let Some(p) = p else { continue };
+        if used[i] {
+            shown.push(&p.url);
+        }
+    }
+    for (i, p) in pages.iter().enumerate() {
+        let Some(p) = p else { continue };
+        if used[i] || shown.contains(&p.url.as_str()) {
+            continue;
+        }
+        shown.push(&p.url);
+        out.push(Part::Other {
+            kind: "citation".into(),
+            text: p.text.clone(),
+        });
+    }
+}
+
+/// `text` split at its `markers`, each replaced by the citation part of its
+/// page (marked `used`), or removed when it has none.
+fn place_citations(
+    out: &mut Vec<Part>,
+    text: &str,
+    markers: &[Marker],
+    pages: &[Option<Page>],
+    used: &mut [bool],
+) {
+    let positioned = pages.iter().flatten().any(|p| p.start.is_some());
     let mut pieces: Vec<Part> = Vec::new();
     let mut buf = String::new();
     let mut pos = 0;
-    for (rank, m) in citation_markers(text).into_iter().enumerate() {
+    for (rank, m) in markers.iter().enumerate() {
         buf.push_str(&text[pos..m.bytes.start]);
         pos = m.bytes.end;
         let by_start = pages
@@ -559,35 +596,17 @@ fn push_cited_text(out: &mut Vec<Part>, text: &str, meta: &MessageMeta<'_>) {
     pieces.push(Part::Text(buf));
     // Trimmed at the answer's ends only; blank pieces dropped.
     if let Some(Part::Text(t)) = pieces.first_mut() {
-        *t = t.trim_start().to_owned();
+        let blank = t.len() - t.trim_start().len();
+        t.drain(..blank);
     }
     if let Some(Part::Text(t)) = pieces.last_mut() {
-        *t = t.trim_end().to_owned();
+        t.truncate(t.trim_end().len());
     }
     out.extend(
         pieces
             .into_iter()
             .filter(|p| !matches!(p, Part::Text(t) if t.trim().is_empty())),
     );
-    // By URL: a page shown is not shown again.
-    let mut shown: Vec<&str> = Vec::new();
-    for (i, p) in pages.iter().enumerate() {
-        let Some(p) = p else { continue };
-        if used[i] {
-            shown.push(&p.url);
-        }
-    }
-    for (i, p) in pages.iter().enumerate() {
-        let Some(p) = p else { continue };
-        if used[i] || shown.contains(&p.url.as_str()) {
-            continue;
-        }
-        shown.push(&p.url);
-        out.push(Part::Other {
-            kind: "citation".into(),
-            text: p.text.clone(),
-        });
-    }
 }
 
 /// A citation marker in a text: its bytes, and where it starts in characters.
