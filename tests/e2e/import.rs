@@ -74,12 +74,18 @@ fn import_writes_chunks_reports_bad_inputs_and_never_duplicates() {
         .collect();
     assert_eq!(
         skipped,
-        BTreeSet::from([
-            "notes.md".to_string(),
-            "empty.json".into(),
-            "image.png".into()
-        ]),
+        BTreeSet::from(["notes.md".to_string(), "empty.json".into()]),
         "{s:#}"
+    );
+    // An image holds no conversation: ignored, said so, no adapter asked.
+    let ignored = s["files_ignored"].as_array().unwrap();
+    assert_eq!(ignored.len(), 1, "{s:#}");
+    assert!(ignored[0]["file"].as_str().unwrap().ends_with("image.png"));
+    assert!(
+        ignored[0]["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("image or uploaded file of the export")
     );
     let errors = s["errors"].as_array().unwrap();
     assert_eq!(errors.len(), 1, "{s:#}");
@@ -141,9 +147,10 @@ fn import_writes_chunks_reports_bad_inputs_and_never_duplicates() {
     let again = env.run(&["--root", root_s, "import", "--json"]);
     let s2 = again.json();
     assert_eq!(s2["chunks_written"], 0, "{s2:#}");
-    // The 3 processed and 3 skipped files are unchanged; the failed one is
-    // tried (and reported) again.
-    assert_eq!(s2["files_unchanged"], 6, "{s2:#}");
+    // The 3 processed and 2 skipped files are unchanged, the image is
+    // ignored again; the failed one is tried (and reported) again.
+    assert_eq!(s2["files_unchanged"], 5, "{s2:#}");
+    assert_eq!(s2["files_ignored"].as_array().unwrap().len(), 1, "{s2:#}");
     assert_eq!(s2["errors"].as_array().unwrap().len(), 1, "{s2:#}");
     assert_eq!(chunk_files(&root).len(), files.len());
 }
