@@ -209,6 +209,59 @@ fn citations_stay_where_they_were_as_footnotes() {
 }
 
 #[test]
+fn a_long_cited_answer_split_at_its_sections_keeps_each_parts_footnotes() {
+    let env = Env::new();
+    let root = env.path("root");
+    let filler = |topic: &str| format!("{topic} ").repeat(600);
+    let answer = format!(
+        "## Install\n{}It needs a kernel module【1†source】.\n\n## Configure\n{}\n\n\
+         ## Run\n{}Run it as a service【2†source】.",
+        filler("install"),
+        filler("configure"),
+        filler("run")
+    );
+    let mut export = json!([chatgpt_conversation(
+        "long-1",
+        Some("WireGuard on a server"),
+        &[("Set up WireGuard on my server, step by step.", &answer)],
+    )]);
+    export[0]["mapping"]["m1"]["message"]["metadata"]["citations"] = json!([
+        {"metadata": {"title": "Kernel docs", "url": "https://k.example"}},
+        {"metadata": {"title": "Systemd", "url": "https://s.example"}}
+    ]);
+    env.write(
+        "root/raw/conversations.json",
+        serde_json::to_vec(&export).unwrap(),
+    );
+    let run = env.run(&["--root", root.to_str().unwrap(), "import", "--json"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let all = chunks(&root);
+    let part = |n: &str| -> &str {
+        all.iter()
+            .map(|(_, t)| t.as_str())
+            .find(|t| field(t, "part") == Some(n))
+            .unwrap_or_else(|| panic!("no part {n}: {all:#?}"))
+    };
+    let (first, second, third) = (part("1/3"), part("2/3"), part("3/3"));
+    assert!(first.contains("kernel module[^1]."), "{first}");
+    assert!(
+        first
+            .trim_end()
+            .ends_with("[^1]: Kernel docs — https://k.example"),
+        "{first}"
+    );
+    assert!(!second.contains("[^"), "{second}");
+    assert!(third.contains("as a service[^2]."), "{third}");
+    assert!(
+        third
+            .trim_end()
+            .ends_with("\n\n[^2]: Systemd — https://s.example"),
+        "{third}"
+    );
+    assert!(!third.contains("[^1]"), "{third}");
+}
+
+#[test]
 fn every_chunk_has_a_title_derived_and_marked_where_the_source_has_none() {
     let env = Env::new();
     let root = env.path("root");

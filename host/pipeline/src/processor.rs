@@ -636,7 +636,10 @@ impl Chunking<'_> {
         match &planned.part {
             Some((_, _, text)) => vec![Exchange {
                 user: self.texts[planned.pairs[0]].user.clone(),
-                assistant: text.clone(),
+                assistant: crate::render::part_with_footnotes(
+                    text,
+                    &self.texts[planned.pairs[0]].assistant,
+                ),
             }],
             None => {
                 // Footnote labels stay unique when answers share the file.

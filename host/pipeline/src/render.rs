@@ -177,6 +177,57 @@ pub fn answers_numbered_on(answers: &[(&[Part], &str)], opts: RenderOptions) -> 
         .collect()
 }
 
+/// One part of a long answer split at its sections (`chunker`), with the
+/// footnotes its references need: the footnotes that end the whole answer
+/// go to the parts that refer to them, in label order, so each part file
+/// stands alone.
+pub fn part_with_footnotes(part: &str, whole: &str) -> String {
+    let definitions = trailing_footnotes(whole);
+    if definitions.is_empty() {
+        return part.to_string();
+    }
+    // The last part ends with the whole answer's footnotes: without them.
+    let own = trailing_footnotes(part);
+    let body = match own.first() {
+        Some((_, first_line)) => part[..part.len() - own_len(part, first_line)].trim_end(),
+        None => part.trim_end(),
+    };
+    let mut out = body.to_string();
+    let mut first = true;
+    for (label, line) in &definitions {
+        if body.contains(label.as_str()) {
+            out.push_str(if first { "\n\n" } else { "\n" });
+            out.push_str(line);
+            first = false;
+        }
+    }
+    out
+}
+
+/// The footnote definitions a rendered message ends with: `([^n], line)`.
+fn trailing_footnotes(text: &str) -> Vec<(String, &str)> {
+    let mut out: Vec<(String, &str)> = text
+        .trim_end()
+        .lines()
+        .rev()
+        .map_while(|line| {
+            let label = line.strip_prefix("[^")?.split_once("]: ")?.0;
+            label
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+                .then(|| (format!("[^{label}]"), line))
+        })
+        .collect();
+    out.reverse();
+    out
+}
+
+/// The bytes from `first_line` (the first footnote definition at the end of
+/// `part`) to the end of `part`.
+fn own_len(part: &str, first_line: &str) -> usize {
+    part.rfind(first_line).map_or(0, |at| part.len() - at)
+}
+
 /// How many footnotes [`render_parts`] writes for `parts`: their distinct
 /// cited pages.
 fn footnotes(parts: &[Part]) -> usize {
@@ -354,6 +405,29 @@ mod tests {
         assert_eq!(
             answers[2],
             "Later[^4][^5]\n\n[^4]: Other — https://o.example\n[^5]: Late — https://l.example"
+        );
+        // A long answer split at its sections: each part keeps the
+        // footnotes it refers to.
+        let whole = "## A\nOne[^1].\n\n## B\nTwo[^2] and one[^1].\n\n## C\nNone.\n\n\
+                     [^1]: P1 — https://1.example\n[^2]: P2 — https://2.example";
+        assert_eq!(
+            part_with_footnotes("## A\nOne[^1].", whole),
+            "## A\nOne[^1].\n\n[^1]: P1 — https://1.example"
+        );
+        assert_eq!(
+            part_with_footnotes("## B\nTwo[^2] and one[^1].", whole),
+            "## B\nTwo[^2] and one[^1].\n\n[^1]: P1 — https://1.example\n[^2]: P2 — https://2.example"
+        );
+        assert_eq!(
+            part_with_footnotes(
+                "## C\nNone.\n\n[^1]: P1 — https://1.example\n[^2]: P2 — https://2.example",
+                whole
+            ),
+            "## C\nNone."
+        );
+        assert_eq!(
+            part_with_footnotes("## D\nplain", "## D\nplain"),
+            "## D\nplain"
         );
         // No citation, no footnotes.
         assert_eq!(
