@@ -379,6 +379,45 @@ fn a_failing_check_exits_1_and_says_which() {
 }
 
 #[test]
+fn a_crashing_adapter_fails_the_parse_checks_without_sandbox_notes() {
+    let env = Env::new();
+    // `bad-panic` declares no format and panics in every `next`.
+    let panics = bad_adapters().join("bad_panic.wasm");
+    let fixture = env.write("fixtures/x.panic", "anything\n");
+    let run = env.run(&[
+        "adapters",
+        "test",
+        panics.to_str().unwrap(),
+        fixture.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 1, "{run:?}");
+    for failing in ["FAIL describe", "FAIL parses", "FAIL damaged-input"] {
+        assert!(run.stdout.contains(failing), "{failing}: {}", run.stdout);
+    }
+    assert!(
+        run.stdout
+            .contains("panicked while reading `x.panic`: index out of bounds"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("ok   sniff-own"), "{}", run.stdout);
+    // Rust's panic hook suggests an environment variable the sandbox has not.
+    let parse = env.run(&[
+        "--adapter",
+        panics.to_str().unwrap(),
+        "parse",
+        fixture.to_str().unwrap(),
+    ]);
+    assert_eq!(parse.code, 1, "{parse:?}");
+    assert!(
+        parse.stderr.contains("index out of bounds"),
+        "{}",
+        parse.stderr
+    );
+    assert!(!parse.stderr.contains("RUST_BACKTRACE"), "{}", parse.stderr);
+}
+
+#[test]
 fn bless_writes_what_expect_compares() {
     let env = Env::new();
     let wasm = linechat_adapter();

@@ -319,16 +319,18 @@ fn same_output(
 /// not trap, panic, hit a limit or break a rule.
 fn damaged(runtime: &Runtime, adapter: &LoadedAdapter, fixtures: &[Fixture]) -> Check {
     let mut details = Vec::new();
-    let mut inputs: Vec<(String, &[u8])> = fixtures
+    // (file name the adapter sees, what to call it, bytes)
+    let mut inputs: Vec<(&str, String, &[u8])> = fixtures
         .iter()
-        .map(|f| (format!("{} (truncated)", f.name), truncated(&f.bytes)))
+        .map(|f| {
+            let label = format!("`{}` cut in half", f.name);
+            (f.name.as_str(), label, truncated(&f.bytes))
+        })
         .collect();
-    let empty_name = fixtures.first().map_or("empty", |f| f.name.as_str());
-    inputs.push((format!("{empty_name} (empty)"), &[]));
-    for (label, bytes) in inputs {
-        let name = label.split(" (").next().unwrap_or(&label).to_string();
-        let r = run(runtime, adapter, &name, bytes, Feed::default());
-        match r.result {
+    let name = fixtures.first().map_or("empty", |f| f.name.as_str());
+    inputs.push((name, format!("an empty `{name}`"), &[]));
+    for (name, label, bytes) in inputs {
+        match run(runtime, adapter, name, bytes, Feed::default()).result {
             Ok(_) | Err(AdapterError::Parse { .. }) => {}
             Err(e) => details.push(format!("{label}: {e}")),
         }
