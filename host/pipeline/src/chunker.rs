@@ -263,9 +263,15 @@ const MECHANICAL_LETTERS: usize = {
 /// A greeting/thanks/acknowledgement/farewell whose answer has no substance
 /// either (the rule: [`MECHANICAL_HEADS`]).
 pub fn is_mechanical(p: &PairText) -> bool {
+    is_courtesy(&p.user) && word_count(&p.assistant) <= MECHANICAL_ANSWER_WORDS
+}
+
+/// A prompt that is only a greeting, thanks, acknowledgement or farewell
+/// (the prompt's half of the rule: [`MECHANICAL_HEADS`]).
+pub fn is_courtesy(prompt: &str) -> bool {
     // A prompt with more letters than any of them can have is none of them
     // (most prompts: known without normalizing the whole prompt).
-    if p.user
+    if prompt
         .chars()
         .filter(|c| c.is_alphanumeric())
         .nth(MECHANICAL_LETTERS)
@@ -273,7 +279,7 @@ pub fn is_mechanical(p: &PairText) -> bool {
     {
         return false;
     }
-    let user = normalized(&p.user);
+    let user = normalized(prompt);
     let words: Vec<&str> = user.split(' ').filter(|w| !w.is_empty()).collect();
     if words.len() > MECHANICAL_MAX_WORDS {
         return false;
@@ -282,7 +288,7 @@ pub fn is_mechanical(p: &PairText) -> bool {
         .iter()
         .all(|w| MECHANICAL_HEADS.contains(w) || MECHANICAL_FILLERS.contains(w));
     let headed = words.is_empty() || words.iter().any(|w| MECHANICAL_HEADS.contains(w));
-    all_known && headed && word_count(&p.assistant) <= MECHANICAL_ANSWER_WORDS
+    all_known && headed
 }
 
 const FOLLOW_UP_STARTS: &[&str] = &[

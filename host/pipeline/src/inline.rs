@@ -34,6 +34,7 @@ use crate::manifest::{Manifest, ManifestError, conversation_key, stamp};
 use crate::processor::{Naming, ProcessError, Processor, ProcessorConfig, Written};
 use crate::root::Root;
 use crate::sink::{ChunkSink, IndexSink};
+use crate::title::names_conversation;
 
 /// One finished exchange.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -120,9 +121,11 @@ struct Session {
     /// The last turn in the raw log.
     raw_turn: u32,
     previous: Option<Previous>,
-    /// The request of the session's first turn: what its derived title is
-    /// made from, as a batch import of its raw log makes it.
+    /// The request its derived title is made from, as a batch import of its
+    /// raw log chooses it ([`crate::title::of_requests`]): the first that is
+    /// more than a greeting (`named`), else the first.
     first_request: Option<String>,
+    named: bool,
 }
 
 pub struct InlineWriter {
@@ -279,16 +282,22 @@ impl InlineWriter {
             .sessions
             .entry(t.session_id.clone())
             .or_insert_with(|| {
-                let logged = fs_err::read_to_string(&raw_path)
+                let mut logged = fs_err::read_to_string(&raw_path)
                     .map(|text| parse_raw_log(&text))
                     .unwrap_or_default();
+                logged.sort_by_key(|e| e.turn);
+                let named = logged.iter().find(|e| names_conversation(&e.user));
                 Session {
-                    raw_turn: logged.iter().map(|e| e.turn).max().unwrap_or(0),
+                    raw_turn: logged.last().map_or(0, |e| e.turn),
                     previous: None,
-                    first_request: logged.into_iter().min_by_key(|e| e.turn).map(|e| e.user),
+                    named: named.is_some(),
+                    first_request: named.or(logged.first()).map(|e| e.user.clone()),
                 }
             });
-        if session.first_request.is_none() {
+        if !session.named && names_conversation(&t.user) {
+            session.first_request = Some(t.user.clone());
+            session.named = true;
+        } else if session.first_request.is_none() {
             session.first_request = Some(t.user.clone());
         }
         if session.raw_turn >= t.turn_index {
@@ -480,6 +489,18 @@ mod tests {
         let mut w2 = InlineWriter::open(dir.path(), Arc::new(ExtractiveWriter), None).unwrap();
         let third = w2.turn(&turn(3, "Does HTTP/2 change that?")).unwrap();
         assert!(text(&third).contains(title), "{}", text(&third));
+        // A session that opens with a greeting is named after what came next,
+        // as a batch import of its raw log names it.
+        let mut t = turn(1, "hi!");
+        t.session_id = "greeted".into();
+        w2.turn(&t).unwrap();
+        let mut t = turn(2, "How do I rotate nginx logs daily?");
+        t.session_id = "greeted".into();
+        let greeted = text(&w2.turn(&t).unwrap());
+        assert!(
+            greeted.contains("conversation_title: How do I rotate nginx logs daily\n"),
+            "{greeted}"
+        );
         // A title the caller gives is the source's own.
         let mut t = turn(1, "Set up a reverse proxy for the API");
         t.session_id = "named".into();

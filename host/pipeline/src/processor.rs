@@ -533,12 +533,10 @@ impl<'a> Processor<'a> {
         let title = match (&self.first_request, c.independent) {
             (_, true) => derived(&plain_text(&first.user)),
             (Some(r), false) => derived(r),
-            // The first request with words (not an image alone).
-            (None, false) => c
-                .conv
-                .pairs
-                .iter()
-                .find_map(|p| derived(&plain_text(&p.user))),
+            // The first request that is more than a greeting and has words.
+            (None, false) => {
+                crate::title::of_requests(c.conv.pairs.iter().map(|p| plain_text(&p.user)))
+            }
         };
         let is_derived = title.is_some();
         (title, is_derived)

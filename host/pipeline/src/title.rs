@@ -2,11 +2,13 @@
 //! chat platforms name a new conversation: a short phrase from its first
 //! request. Chunk files mark such a title `title_derived: true`.
 //!
-//! The phrase is the request's first line of prose (code fences, quotes and
-//! list markers left out), cut at its first sentence end when that leaves
-//! a phrase, without a leading greeting or "can you"/"please", at most
-//! [`MAX_WORDS`] words and [`MAX_CHARS`] characters, its first letter
-//! capitalized. The same request always gives the same title.
+//! The phrase is the request's first line of prose (code fences, quotes,
+//! list markers and the `<tag>…</tag>` sections tools inject left out), cut
+//! at its first sentence end when that leaves a phrase, without a leading
+//! greeting, "ok" or "can you"/"please", at most [`MAX_WORDS`] words and
+//! [`MAX_CHARS`] characters, its first letter capitalized. The request is
+//! the conversation's first that is more than a greeting or thanks
+//! ([`of_requests`]). The same requests always give the same title.
 
 /// Most words of a derived title.
 pub const MAX_WORDS: usize = 8;
@@ -37,14 +39,45 @@ const OPENERS: &[&str] = &[
     "i want you to",
     "help me",
     "quick question",
+    "ok so",
+    "okay so",
+    "ok",
+    "okay",
+    "so",
 ];
+
+/// The title of a conversation whose requests are `requests`, in order:
+/// from the first that is more than a greeting or thanks (a chat that opens
+/// with "Hi" is named after what came next), else from the first with words.
+pub fn of_requests(requests: impl IntoIterator<Item = String>) -> Option<String> {
+    let mut courtesy = None;
+    for request in requests {
+        if names_conversation(&request) {
+            return derived(&request);
+        }
+        courtesy = courtesy.or_else(|| derived(&request));
+    }
+    courtesy
+}
+
+/// Whether a conversation is named after `request` ([`of_requests`]): it is
+/// more than a greeting or thanks, and has words to make a title.
+pub fn names_conversation(request: &str) -> bool {
+    !crate::chunker::is_courtesy(request) && derived(request).is_some()
+}
 
 /// The first request's title, or `None` when it has no words to make one.
 pub fn derived(request: &str) -> Option<String> {
-    let line = first_prose_line(request)?;
+    let request = without_tag_sections(request);
+    let line = first_prose_line(&request)?;
     let sentence = first_sentence(line);
     let words: Vec<&str> = sentence.split_whitespace().collect();
-    let words = without_openers(&words);
+    // A greeting alone is its own title ("Hi there", not "There").
+    let words = if crate::chunker::is_courtesy(sentence) {
+        &words[..]
+    } else {
+        without_openers(&words)
+    };
     let mut title = String::new();
     for w in words.iter().take(MAX_WORDS) {
         if title.chars().count() + 1 + w.chars().count() > MAX_CHARS {
@@ -66,6 +99,46 @@ pub fn derived(request: &str) -> Option<String> {
     let mut chars = title.chars();
     let first = chars.next()?;
     Some(first.to_uppercase().chain(chars).collect())
+}
+
+/// `text` without the `<tag>…</tag>` sections that open a line: what tools
+/// put into a prompt (`<local-command-caveat>`, `<system-reminder>`), not
+/// what the user asked. An unclosed tag is text.
+fn without_tag_sections(text: &str) -> std::borrow::Cow<'_, str> {
+    let opens_tag = |line: &str| -> Option<usize> {
+        let name = line.strip_prefix('<')?.split_once('>')?.0;
+        let plain = !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+        let close = format!("</{name}>");
+        let end = line.find(&close)? + close.len();
+        // A section, not markup inside a sentence: nothing after it on its line.
+        let after = &line[end..];
+        let line_ends = after
+            .find('\n')
+            .map_or(after, |i| &after[..i])
+            .trim()
+            .is_empty();
+        (plain && line_ends).then_some(end)
+    };
+    if !text.contains("</") {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while !rest.is_empty() {
+        let start = rest.len() - rest.trim_start().len();
+        match opens_tag(&rest[start..]) {
+            Some(end) => rest = &rest[start + end..],
+            None => {
+                let line_end = rest.find('\n').map_or(rest.len(), |i| i + 1);
+                out.push_str(&rest[..line_end]);
+                rest = &rest[line_end..];
+            }
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// The first line with a letter or digit, outside code fences, without a
@@ -177,9 +250,41 @@ mod tests {
             ("   \n```\ncode only\n```", None),
             ("", None),
             ("👍", None),
+            (
+                "<local-command-caveat>Caveat: generated\nby commands.</local-command-caveat>\n\
+                 Deploy the staging branch",
+                Some("Deploy the staging branch"),
+            ),
+            (
+                "<local-command-caveat>only noise</local-command-caveat>",
+                None,
+            ),
+            (
+                "<b>bold</b> claim, check it",
+                Some("<b>bold</b> claim, check it"),
+            ),
+            (
+                "OK, let's start a planning document at ./docs/PLAN.md",
+                Some("Let's start a planning document at ./docs/PLAN.md"),
+            ),
         ] {
             assert_eq!(derived(request).as_deref(), title, "{request:?}");
         }
+    }
+
+    #[test]
+    fn a_conversation_is_named_after_its_first_real_request() {
+        let titled = |requests: &[&str]| of_requests(requests.iter().map(|r| r.to_string()));
+        assert_eq!(
+            titled(&["Hi", "hello again!", "Why is my build slow?", "thanks"]).as_deref(),
+            Some("Why is my build slow")
+        );
+        assert_eq!(titled(&["Hi there", "thanks"]).as_deref(), Some("Hi there"));
+        assert_eq!(
+            titled(&["", "```\nx\n```", "Fix CI"]).as_deref(),
+            Some("Fix CI")
+        );
+        assert_eq!(titled(&[]), None);
     }
 
     #[test]
