@@ -48,7 +48,7 @@ pub(crate) fn timed_import(env: &Env, root: &Path, raw: &str) -> (Run, Duration)
 /// point spread over `full` (an uninterrupted run's time), from "barely
 /// started" to "nearly done" — deterministic, so a failure reproduces —
 /// then once to the end.
-pub(crate) fn kill_repeatedly_then_finish(env: &Env, root: &Path, raw: &str, full: Duration) {
+fn kill_repeatedly_then_finish(env: &Env, root: &Path, raw: &str, full: Duration) {
     let root_s = root.to_str().unwrap();
     let mut kills = 0;
     for step in 1..=9u32 {
