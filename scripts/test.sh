@@ -11,8 +11,10 @@ bash scripts/setup-model.sh
 bash scripts/setup-chroma.sh
 # The pinned Python and JavaScript adapter toolchains (tests/e2e/author_kit.rs).
 bash scripts/setup-authoring.sh
-# The real model and the real server must be exercised, not skipped.
-export CHATMILL_REQUIRE_MODEL=1 CHATMILL_REQUIRE_CHROMA=1
+# The official MCP Python SDK, the real client of `chatmill mcp` (tests/e2e/mcp.rs).
+bash scripts/setup-mcp.sh
+# The real model, the real servers and clients must be exercised, not skipped.
+export CHATMILL_REQUIRE_MODEL=1 CHATMILL_REQUIRE_CHROMA=1 CHATMILL_REQUIRE_MCP=1
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0

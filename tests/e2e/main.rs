@@ -11,6 +11,7 @@ mod exit_codes;
 mod export_files;
 mod hostile;
 mod import;
+mod mcp;
 mod normalization;
 mod parse;
 mod real_exports;

@@ -81,6 +81,9 @@ pub enum Command {
     Import(ImportArgs),
     /// Inline mode: serve turns and searches on a local socket.
     Serve(ServeArgs),
+    /// Serve the memory to assistants over the Model Context Protocol
+    /// (stdio): `claude mcp add chatmill -- chatmill mcp`.
+    Mcp(McpArgs),
     /// Send one finished exchange to a running server (flags, or JSON on
     /// stdin with `--json-stdin`).
     Turn(TurnArgs),
@@ -303,6 +306,14 @@ impl Lang {
             Self::Js => "JavaScript",
         }
     }
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Offer `record_turn`, which stores exchanges the client sends
+    /// (default: read-only).
+    #[arg(long)]
+    pub allow_write: bool,
 }
 
 #[derive(Debug, Args)]

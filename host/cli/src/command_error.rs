@@ -147,6 +147,23 @@ impl From<chatmill_index::IndexError> for CliError {
     }
 }
 
+impl From<chatmill_pipeline::inline::InlineError> for CliError {
+    fn from(e: chatmill_pipeline::inline::InlineError) -> Self {
+        let kind = if e.is_client_error() {
+            Kind::Usage
+        } else {
+            Kind::Failed
+        };
+        Self::new(kind, e)
+    }
+}
+
+impl From<chatmill_mcp::McpError> for CliError {
+    fn from(e: chatmill_mcp::McpError) -> Self {
+        Self::failed(e).hint("the MCP client closed the session or spoke something else on stdin; run `chatmill mcp` from an MCP client")
+    }
+}
+
 impl From<chatmill_server::ServerError> for CliError {
     fn from(e: chatmill_server::ServerError) -> Self {
         use chatmill_server::ServerError;

@@ -89,6 +89,22 @@ pub struct Filter {
     pub conversation_id: Option<String>,
 }
 
+/// A filter's time bound from RFC 3339 or a date (`YYYY-MM-DD`: its
+/// first second, or with `end_of_day` its last), in epoch seconds; `None`
+/// when it is neither.
+pub fn time_bound(s: &str, end_of_day: bool) -> Option<i64> {
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
+        return Some(t.timestamp());
+    }
+    let d = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").ok()?;
+    let t = if end_of_day {
+        d.and_hms_opt(23, 59, 59)
+    } else {
+        d.and_hms_opt(0, 0, 0)
+    };
+    t.map(|t| t.and_utc().timestamp())
+}
+
 /// A stored chunk a query found, best first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Hit {

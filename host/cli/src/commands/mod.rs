@@ -5,6 +5,7 @@ mod adapters_new;
 mod adapters_test;
 mod backfill;
 mod import;
+mod mcp;
 mod parse;
 mod reindex;
 mod search;
@@ -28,6 +29,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Verify(args) => verify::run(&ctx, args),
         Command::Search(args) => search::run(&ctx, args),
         Command::Serve(args) => serve::run(&ctx, args),
+        Command::Mcp(args) => mcp::run(&ctx, args),
         Command::Turn(args) => turn::run(&ctx, args),
         Command::Backfill { json } => backfill::run(&ctx, json),
         Command::Reindex(args) => reindex::run(&ctx, args),

@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 
 use chatmill_index::{Filter, SearchRequest, SearchResults, WeightedQuery};
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{DateTime, Utc};
 
 use crate::cli::{SearchArgs, SearchFormat};
 use crate::command_error::CliError;
@@ -14,21 +14,10 @@ use chatmill_runtime::model::visible::{visible, visible_keeping};
 
 /// RFC 3339, or a date (midnight UTC; the end of the day for `--until`).
 fn parse_time(flag: &str, s: &str, end_of_day: bool) -> Result<i64, CliError> {
-    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
-        return Ok(t.timestamp());
-    }
-    if let Ok(d) = NaiveDate::parse_from_str(s, "%Y-%m-%d") {
-        let t = if end_of_day {
-            d.and_hms_opt(23, 59, 59)
-        } else {
-            d.and_hms_opt(0, 0, 0)
-        };
-        return Ok(t.map_or(0, |t| t.and_utc().timestamp()));
-    }
-    Err(
+    chatmill_index::time_bound(s, end_of_day).ok_or_else(|| {
         CliError::usage(anyhow::anyhow!("`--{flag} {s}` is not a time"))
-            .hint("use RFC 3339 (2025-03-31T14:00:00Z) or a date (2025-03-31)"),
-    )
+            .hint("use RFC 3339 (2025-03-31T14:00:00Z) or a date (2025-03-31)")
+    })
 }
 
 pub fn request(args: &SearchArgs) -> Result<SearchRequest, CliError> {

@@ -1,0 +1,31 @@
+//! `chatmill mcp`: the root's memory over the Model Context Protocol, on
+//! stdin/stdout (what desktop clients launch). Logs go to stderr.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use chatmill_index::Indexer;
+use chatmill_mcp::{Memory, Server};
+use chatmill_pipeline::header::ExtractiveWriter;
+use chatmill_pipeline::inline::InlineWriter;
+
+use crate::cli::McpArgs;
+use crate::command_error::CliError;
+use crate::context::Context;
+
+pub fn run(ctx: &Context, args: McpArgs) -> Result<ExitCode, CliError> {
+    let index = Arc::new(ctx.index()?);
+    let writer = if args.allow_write {
+        let indexer = Arc::clone(&index) as Arc<dyn Indexer>;
+        Some(InlineWriter::open(
+            &ctx.root,
+            Arc::new(ExtractiveWriter),
+            Some(indexer),
+        )?)
+    } else {
+        None
+    };
+    let memory = Memory::new(ctx.root.clone(), Some(index), writer);
+    Server::new(memory, env!("CARGO_PKG_VERSION")).run_stdio()?;
+    Ok(ExitCode::SUCCESS)
+}
