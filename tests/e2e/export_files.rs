@@ -289,6 +289,37 @@ fn images_and_files_in_an_export_are_copied_once_and_linked_from_their_chunks() 
 }
 
 #[test]
+fn an_unzipped_export_folder_links_its_images_too() {
+    let env = Env::new();
+    let dir = env.path("Downloads/chatgpt-export");
+    write_folder(&dir, &exports::chatgpt_export()).unwrap();
+    let root_path = env.path("root");
+    let root = root_path.display().to_string();
+    let (run, s) = import_json(&env, &root, &dir.display().to_string());
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(s["warnings"], serde_json::json!([]), "{s:#}");
+    let (fern, sunset, pdf) = (
+        exports::fern_png(),
+        exports::sunset_png(),
+        exports::planting_plan_pdf(),
+    );
+    let names: Vec<String> = read_dir(&root_path.join("assets")).into_keys().collect();
+    let mut want = vec![
+        asset_name(&fern, "png"),
+        asset_name(&sunset, "png"),
+        asset_name(&pdf, "pdf"),
+    ];
+    want.sort();
+    assert_eq!(names, want);
+    let sunset_chunk = chunk_with(&root_path, "which one would you print");
+    let link = format!("![IMG_2041.png](assets/{})", asset_name(&fern, "png"));
+    assert!(
+        sunset_chunk.contains(&link),
+        "from `user-4kQ9mZ/`: {sunset_chunk}"
+    );
+}
+
+#[test]
 fn attachment_references_never_reach_outside_their_export() {
     let env = Env::new();
     // An export folder whose pointers and names try to reach a file beside
