@@ -281,7 +281,12 @@ mod tests {
             .iter()
             .filter(|(n, _)| n != "{{crate}}" && n != "chatmill-adapter-sdk")
         {
-            assert!(ours.contains(p), "{p:?} is not in chatmill's Cargo.lock");
+            assert!(
+                ours.contains(p),
+                "{p:?} is not in chatmill's Cargo.lock: in a project from `chatmill adapters new x --lang \
+                 rust`, `cargo update --offline -p NAME --precise VERSION` to chatmill's versions, then \
+                 copy its Cargo.lock to host/cli/templates/rust/ with the name `x-adapter` as `{{{{crate}}}}`"
+            );
         }
     }
 
