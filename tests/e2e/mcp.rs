@@ -282,3 +282,102 @@ fn record_turn_stores_an_exchange_that_search_then_finds() {
     // A cancelled call leaves the session working.
     assert_eq!(out["after_cancel"]["is_error"], false, "{out:#}");
 }
+
+/// A loopback port nobody listens on now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The status code a bare HTTP POST to `/mcp` gets, with `auth` as its
+/// Authorization header.
+fn status_of(port: u16, auth: Option<&str>) -> u16 {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    let auth = auth
+        .map(|a| format!("Authorization: {a}\r\n"))
+        .unwrap_or_default();
+    write!(
+        s,
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut head = [0u8; 12];
+    s.read_exact(&mut head).unwrap();
+    String::from_utf8_lossy(&head[9..12]).parse().unwrap()
+}
+
+#[test]
+fn over_http_a_client_needs_the_token_and_sigterm_stops_the_server() {
+    let Some(py) = python() else { return };
+    let env = Env::new();
+    let root = imported(&env);
+    let refused = env.run(&[
+        "--root",
+        &root,
+        "mcp",
+        "--listen",
+        "0.0.0.0:9",
+        "--token",
+        "t",
+    ]);
+    assert_eq!(refused.code, 2, "not loopback: {}", refused.stderr);
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut server = env
+        .cmd()
+        .args(["--root", &root, "mcp", "--listen", &addr])
+        .env("CHATMILL_TOKEN", "s3cret-token")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let up = (0..200).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        std::net::TcpStream::connect(&addr).is_ok()
+    });
+    assert!(up, "the server did not listen on {addr}");
+    assert_eq!(status_of(port, None), 401);
+    assert_eq!(status_of(port, Some("Bearer wrong")), 401);
+    let plan = json!({
+        "url": format!("http://{addr}/mcp"),
+        "token": "s3cret-token",
+        "calls": [{"tool": "search", "arguments": {"query": "sourdough starter", "k": 1}}],
+    });
+    let mut child = Command::new(&py)
+        .arg(repo_root().join("tests/mcp/client.py"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    serde_json::to_writer(child.stdin.take().unwrap(), &plan).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out["tools"].as_array().unwrap().len(), 4);
+    let hit = &out["calls"][0]["structured"]["entries"][0];
+    assert_eq!(hit["title"], "Reviving a sourdough starter", "{out:#}");
+    // SIGTERM: a clean stop.
+    let pid = server.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = server.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(server.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(0), "{err}");
+}

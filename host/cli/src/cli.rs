@@ -314,6 +314,13 @@ pub struct McpArgs {
     /// (default: read-only).
     #[arg(long)]
     pub allow_write: bool,
+    /// Serve Streamable HTTP at http://ADDR/mcp (loopback only) instead of
+    /// stdio; clients send `Authorization: Bearer TOKEN`.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<std::net::SocketAddr>,
+    /// The bearer token HTTP clients must send.
+    #[arg(long, env = "CHATMILL_TOKEN", hide_env_values = true, requires = "listen")]
+    pub token: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -160,7 +160,13 @@ impl From<chatmill_pipeline::inline::InlineError> for CliError {
 
 impl From<chatmill_mcp::McpError> for CliError {
     fn from(e: chatmill_mcp::McpError) -> Self {
-        Self::failed(e).hint("the MCP client closed the session or spoke something else on stdin; run `chatmill mcp` from an MCP client")
+        let kind = if e.is_usage() {
+            Kind::Usage
+        } else {
+            Kind::Failed
+        };
+        let hint = e.hint();
+        Self::new(kind, e).hint_opt(hint)
     }
 }
 

@@ -7,9 +7,11 @@
 //! pool (searches and chunk files are blocking work); a cancelled call's
 //! answer is dropped.
 
+mod http;
 pub mod memory;
 pub mod tools;
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use rmcp::model::{
@@ -28,6 +30,29 @@ pub enum McpError {
     Start(String),
     #[error("the MCP session ended with an error: {0}")]
     Session(String),
+    #[error("refusing to listen on the non-loopback address {0}")]
+    NotLoopback(SocketAddr),
+    #[error("MCP over HTTP needs a token (`--token` or CHATMILL_TOKEN)")]
+    NoToken,
+}
+
+impl McpError {
+    pub fn hint(&self) -> Option<&'static str> {
+        match self {
+            Self::NotLoopback(_) => Some("chatmill mcp listens on 127.0.0.1 or ::1 only"),
+            Self::NoToken => {
+                Some("pass `--token SECRET`; clients send `Authorization: Bearer SECRET`")
+            }
+            _ => Some(
+                "the MCP client closed the session or spoke something else; start `chatmill mcp` from an MCP client",
+            ),
+        }
+    }
+
+    /// A usage error (nothing was served), not a failed session.
+    pub fn is_usage(&self) -> bool {
+        matches!(self, Self::NotLoopback(_) | Self::NoToken)
+    }
 }
 
 /// The handler: one per server, shared by its sessions.
@@ -51,11 +76,13 @@ impl Server {
     /// Serves one client over stdin/stdout until it closes them, on a
     /// runtime of its own.
     pub fn run_stdio(self) -> Result<(), McpError> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| McpError::Start(e.to_string()))?;
-        runtime.block_on(self.serve_stdio())
+        runtime()?.block_on(self.serve_stdio())
+    }
+
+    /// Serves clients over Streamable HTTP at `http://ADDR/mcp` (loopback
+    /// only, bearer `token`) until SIGINT or SIGTERM.
+    pub fn run_http(self, addr: SocketAddr, token: String) -> Result<(), McpError> {
+        runtime()?.block_on(http::serve(self, addr, token))
     }
 
     /// Serves one client over stdin/stdout until it closes them.
@@ -70,6 +97,13 @@ impl Server {
             .map_err(|e| McpError::Session(e.to_string()))?;
         Ok(())
     }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, McpError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| McpError::Start(e.to_string()))
 }
 
 const INSTRUCTIONS: &str = "chatmill holds the user's past conversations with AI assistants, \

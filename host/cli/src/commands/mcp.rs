@@ -1,5 +1,6 @@
 //! `chatmill mcp`: the root's memory over the Model Context Protocol, on
-//! stdin/stdout (what desktop clients launch). Logs go to stderr.
+//! stdin/stdout (what desktop clients launch), or Streamable HTTP on
+//! loopback with `--listen`. Logs go to stderr.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -26,6 +27,10 @@ pub fn run(ctx: &Context, args: McpArgs) -> Result<ExitCode, CliError> {
         None
     };
     let memory = Memory::new(ctx.root.clone(), Some(index), writer);
-    Server::new(memory, env!("CARGO_PKG_VERSION")).run_stdio()?;
+    let server = Server::new(memory, env!("CARGO_PKG_VERSION"));
+    match args.listen {
+        Some(addr) => server.run_http(addr, args.token.unwrap_or_default())?,
+        None => server.run_stdio()?,
+    }
     Ok(ExitCode::SUCCESS)
 }
