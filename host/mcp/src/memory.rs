@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use chatmill_index::{Filter, Hit, Index, Mode, SearchRequest, WeightedQuery};
-use chatmill_pipeline::chunk_store::ChunkStore;
+use chatmill_pipeline::chunk_store::{ChunkStore, Scanned};
 use chatmill_pipeline::inline::{Ack, InlineError, InlineWriter, Turn};
 use chatmill_pipeline::manifest::Manifest;
 use chatmill_pipeline::root::Root;
@@ -172,19 +172,9 @@ impl Memory {
         let store = ChunkStore::new(&self.root);
         let found = store.find(std::iter::once(id)).next();
         let s = found.ok_or_else(|| MemoryError::NoChunk(id.to_owned()))?;
-        let fm = &s.doc.frontmatter;
+        let whole = s.text.clone();
         Ok(Entries {
-            entries: vec![Entry {
-                chunk_id: fm.chunk_id.clone(),
-                title: fm.conversation_title.clone(),
-                platform: fm.source_platform.clone(),
-                conversation_id: fm.conversation_id.clone(),
-                agent_id: fm.agent_id.clone(),
-                time: fm.timestamp.clone(),
-                source: self.root.join(&s.rel).display().to_string(),
-                score: None,
-                text: s.text,
-            }],
+            entries: vec![self.stored(&s, whole)],
             ..Entries::default()
         })
     }
@@ -226,18 +216,8 @@ impl Memory {
             ..Entries::default()
         };
         for s in store.find(page.iter().copied()) {
-            let fm = &s.doc.frontmatter;
-            out.entries.push(Entry {
-                chunk_id: fm.chunk_id.clone(),
-                title: fm.conversation_title.clone(),
-                platform: fm.source_platform.clone(),
-                conversation_id: fm.conversation_id.clone(),
-                agent_id: fm.agent_id.clone(),
-                time: fm.timestamp.clone(),
-                source: self.root.join(&s.rel).display().to_string(),
-                score: None,
-                text: exchange(&s.text).to_owned(),
-            });
+            let text = exchange(&s.text).to_owned();
+            out.entries.push(self.stored(&s, text));
         }
         if out.entries.len() < page.len() {
             let missing = page.len() - out.entries.len();
@@ -251,6 +231,22 @@ impl Memory {
         let writer = self.writer.as_ref().ok_or(MemoryError::ReadOnly)?;
         let mut writer = writer.lock().unwrap_or_else(PoisonError::into_inner);
         Ok(writer.turn(turn)?)
+    }
+
+    /// The entry of a chunk file read from the folder, with `text`.
+    fn stored(&self, s: &Scanned, text: String) -> Entry {
+        let fm = &s.doc.frontmatter;
+        Entry {
+            chunk_id: fm.chunk_id.clone(),
+            title: fm.conversation_title.clone(),
+            platform: fm.source_platform.clone(),
+            conversation_id: fm.conversation_id.clone(),
+            agent_id: fm.agent_id.clone(),
+            time: fm.timestamp.clone(),
+            source: self.root.join(&s.rel).display().to_string(),
+            score: None,
+            text,
+        }
     }
 
     fn entry(&self, h: Hit, scored: bool) -> Entry {
