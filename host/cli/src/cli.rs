@@ -319,7 +319,12 @@ pub struct McpArgs {
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<std::net::SocketAddr>,
     /// The bearer token HTTP clients must send.
-    #[arg(long, env = "CHATMILL_TOKEN", hide_env_values = true, requires = "listen")]
+    #[arg(
+        long,
+        env = "CHATMILL_TOKEN",
+        hide_env_values = true,
+        requires = "listen"
+    )]
     pub token: Option<String>,
 }
 
