@@ -286,15 +286,7 @@ fn the_javascript_example_passes_adapters_test() {
 /// First-party adapters that fail a check today: (adapter, check, a part of
 /// its detail). Each must fail exactly so; fixing one fails this test until
 /// its line goes.
-const KNOWN_FAILURES: &[(&str, &str, &str)] = &[
-    // The llm-logs format's group key goes into the conversation's metadata
-    // as `conversation_id`, a frontmatter field the boundary drops.
-    (
-        "api-log",
-        "boundary",
-        "metadata key `conversation_id` is reserved",
-    ),
-];
+const KNOWN_FAILURES: &[(&str, &str, &str)] = &[];
 
 #[test]
 fn every_first_party_adapter_passes_adapters_test_on_its_samples() {

@@ -825,6 +825,10 @@ impl Collector {
                     .metadata
                     .push(("source_tool".into(), slot.source.into()));
                 match (&key, kind) {
+                    // An llm log's conversation id is the conversation's
+                    // own id, not metadata (`conversation_id` is a
+                    // frontmatter field).
+                    (Some(_), Some("conversation_id")) => {}
                     (Some(k), Some(kind)) => c.start.metadata.push((kind.into(), k.clone())),
                     // Calls grouped only by the file they sit in (a batch, a
                     // log without session ids) are separate questions: the
