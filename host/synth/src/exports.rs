@@ -108,24 +108,21 @@ fn image_part(pointer: &str, size: usize) -> String {
     )
 }
 
-/// A ChatGPT export: conversations with image pointers, the images, and
-/// the account and viewer files beside them.
-pub fn chatgpt_export() -> Vec<ExportFile> {
-    let (fern, sunset) = (fern_png(), sunset_png());
-    let t = 1_717_000_000;
+/// The fern conversation's nodes: an uploaded photo, then a PDF.
+fn fern_nodes(t: u32, fern_len: usize) -> [String; 4] {
     let fern_upload = message(
         "u1",
         "user",
         t,
         &format!(
             r#"{{"content_type":"multimodal_text","parts":[{},"Which fern is this, and does it like a north-facing window?"]}}"#,
-            image_part(&format!("file-service://{FERN_ID}"), fern.len())
+            image_part(&format!("file-service://{FERN_ID}"), fern_len)
         ),
         &format!(
             r#"{{"attachments":[{{"id":"{FERN_ID}","name":"fern.png","mime_type":"image/png","width":24,"height":16}}]}}"#
         ),
     );
-    let a = [
+    [
         node("u1", "root", Some("a1"), &fern_upload),
         node(
             "a1",
@@ -169,19 +166,23 @@ pub fn chatgpt_export() -> Vec<ExportFile> {
                 r#"{"model_slug":"gpt-4o"}"#,
             ),
         ),
-    ];
+    ]
+}
+
+/// The sunset conversation's nodes: two photos in one message.
+fn sunset_nodes(t: u32, sunset_len: usize, fern_len: usize) -> [String; 4] {
     let sunset_turn = message(
         "v2",
         "user",
         t + 3_660,
         &format!(
             r#"{{"content_type":"multimodal_text","parts":[{},{},"Both of these are from my balcony: which one would you print?"]}}"#,
-            image_part(&format!("sediment://{SUNSET_ID}"), sunset.len()),
-            image_part(&format!("file-service://{FERN_AGAIN_ID}"), fern.len())
+            image_part(&format!("sediment://{SUNSET_ID}"), sunset_len),
+            image_part(&format!("file-service://{FERN_AGAIN_ID}"), fern_len)
         ),
         "{}",
     );
-    let b = [
+    [
         node(
             "v1",
             "root",
@@ -221,7 +222,16 @@ pub fn chatgpt_export() -> Vec<ExportFile> {
                 r#"{"model_slug":"gpt-4o"}"#,
             ),
         ),
-    ];
+    ]
+}
+
+/// A ChatGPT export: conversations with image pointers, the images, and
+/// the account and viewer files beside them.
+pub fn chatgpt_export() -> Vec<ExportFile> {
+    let (fern, sunset) = (fern_png(), sunset_png());
+    let t = 1_717_000_000;
+    let a = fern_nodes(t, fern.len());
+    let b = sunset_nodes(t, sunset.len(), fern.len());
     let conversations = format!(
         "[{},{}]",
         conversation("c-fern", "Identifying a fern", t, &a, ("u1", "a2")),
