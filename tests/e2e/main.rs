@@ -9,6 +9,7 @@ mod containment;
 mod examples;
 mod exit_codes;
 mod export_files;
+mod hook;
 mod hostile;
 mod import;
 mod mcp;

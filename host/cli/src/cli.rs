@@ -81,6 +81,10 @@ pub enum Command {
     Import(ImportArgs),
     /// Inline mode: serve turns and searches on a local socket.
     Serve(ServeArgs),
+    /// Entry points for assistants' hooks: they always exit 0 and log to
+    /// `ROOT/.chatmill/hook.log`.
+    #[command(subcommand)]
+    Hook(HookCommand),
     /// Serve the memory to assistants over the Model Context Protocol
     /// (stdio): `claude mcp add chatmill -- chatmill mcp`.
     Mcp(McpArgs),
@@ -306,6 +310,21 @@ impl Lang {
             Self::Js => "JavaScript",
         }
     }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HookCommand {
+    /// A Claude Code hook (`Stop`, `SessionEnd`, …): imports the session's
+    /// transcript named in the JSON on stdin, incrementally.
+    ClaudeCode(HookArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// Anything else on the command line is logged and ignored: a hook
+    /// never fails its caller.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    pub ignored: Vec<String>,
 }
 
 #[derive(Debug, Args)]

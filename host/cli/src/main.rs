@@ -21,10 +21,28 @@ use clap::Parser;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    // A hook entry point exits 0 whatever happens: its caller (an
+    // assistant's session) must not be disturbed by chatmill.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let named_hook = args
+        .windows(2)
+        .any(|w| w[0] == "hook" && w[1] == "claude-code");
+    let cli = match cli::Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(e) if named_hook => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => e.exit(),
+    };
+    let hook = matches!(cli.command, cli::Command::Hook(_));
     render::init_tracing(cli.global.verbose);
     match commands::run(cli) {
         Ok(code) => code,
+        Err(e) if hook => {
+            render::error(&e);
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             render::error(&e);
             e.exit_code()

@@ -151,6 +151,7 @@ fn stage(name: &str, export: &Path, work: &Path) {
                     chunker: ChunkerConfig::default(),
                 },
                 reprocess: None,
+                live: false,
             };
             let svc = Services {
                 runtime: &rt,

@@ -80,6 +80,11 @@ impl Root {
         self.state().join("lock")
     }
 
+    /// What the hook entry points did (they answer their caller nothing).
+    pub fn hook_log(&self) -> PathBuf {
+        self.state().join("hook.log")
+    }
+
     /// The chunks whose header waits for the header model.
     pub fn backfill_queue(&self) -> PathBuf {
         self.state().join("backfill.json")

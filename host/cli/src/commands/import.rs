@@ -35,6 +35,7 @@ pub fn run(ctx: &Context, args: ImportArgs) -> Result<ExitCode, CliError> {
         reprocess: args.reprocess.then(|| import::Reprocess {
             only: args.only.clone(),
         }),
+        live: false,
     };
     // A progress bar on a terminal (stderr), log lines otherwise.
     let bar = std::io::stderr().is_terminal().then(|| {

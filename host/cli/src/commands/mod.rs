@@ -4,6 +4,7 @@ mod adapters;
 mod adapters_new;
 mod adapters_test;
 mod backfill;
+mod hook;
 mod import;
 mod mcp;
 mod parse;
@@ -30,6 +31,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Search(args) => search::run(&ctx, args),
         Command::Serve(args) => serve::run(&ctx, args),
         Command::Mcp(args) => mcp::run(&ctx, args),
+        Command::Hook(cmd) => hook::run(&ctx, cmd),
         Command::Turn(args) => turn::run(&ctx, args),
         Command::Backfill { json } => backfill::run(&ctx, json),
         Command::Reindex(args) => reindex::run(&ctx, args),

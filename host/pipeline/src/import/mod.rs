@@ -12,6 +12,7 @@
 
 mod catch_up;
 mod group;
+mod live;
 mod record;
 mod reprocess;
 mod select;
@@ -49,6 +50,9 @@ pub struct ImportOptions {
     pub processor: ProcessorConfig,
     /// Read again the inputs an older chatmill read (`import --reprocess`).
     pub reprocess: Option<Reprocess>,
+    /// The inputs may still be being written (a hook's transcript): a
+    /// conversation's unfinished last pair waits for a later import.
+    pub live: bool,
 }
 
 /// What an import runs with.

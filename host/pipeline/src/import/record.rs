@@ -47,6 +47,8 @@ pub struct Summary {
     pub headers_pending: u32,
     /// Inputs read again by `import --reprocess`.
     pub files_reprocessed: u32,
+    /// Live imports: unfinished last pairs left for a later import.
+    pub pairs_waiting: u32,
     /// After the run, inputs an older chatmill read (by the adapter that
     /// read them): `import --reprocess` would read them again.
     pub inputs_outdated: std::collections::BTreeMap<String, u32>,

@@ -45,6 +45,8 @@ pub(super) struct Parsed<'a> {
     pub(super) declined: Vec<Declined>,
     pub(super) adjustments: Adjustments,
     pub(super) hint: Option<String>,
+    /// Live: unfinished last pairs held back.
+    pub(super) waiting: u32,
 }
 
 /// Parses `input` with the first of `candidates` that takes it, sending
@@ -53,6 +55,7 @@ fn parse_into<'a>(
     svc: &Services<'a>,
     candidates: &[&'a LoadedAdapter],
     input: &Input,
+    live: Option<bool>,
     tx: &SyncSender<Result<Conversation, String>>,
 ) -> Parsed<'a> {
     let (mut stream, declined) = match svc.runtime.parse_first(candidates, input) {
@@ -66,26 +69,47 @@ fn parse_into<'a>(
         }
     };
     let mut hint = None;
-    loop {
+    let mut waiting = 0;
+    // Live: one conversation ahead, since a partial last line can only be
+    // the last conversation's.
+    let mut ahead: Option<Conversation> = None;
+    let end = loop {
         match stream.next_conversation() {
             Ok(Some(conv)) => {
+                let conv = match live {
+                    None => conv,
+                    Some(_) => match ahead.replace(conv) {
+                        Some(mut prev) => {
+                            waiting += u32::from(super::live::hold_back(&mut prev, false));
+                            prev
+                        }
+                        None => continue,
+                    },
+                };
                 if tx.send(Ok(conv)).is_err() {
-                    break; // The processing side gave up.
+                    break None; // The processing side gave up.
                 }
             }
-            Ok(None) => break,
+            Ok(None) => break Some(Ok(())),
             Err(e) => {
                 hint = e.hint();
-                let _ = tx.send(Err(e.to_string()));
-                break;
+                break Some(Err(e.to_string()));
             }
         }
+    };
+    if let (Some(partial), Some(mut last), Some(_)) = (live, ahead.take(), &end) {
+        waiting += u32::from(super::live::hold_back(&mut last, partial));
+        let _ = tx.send(Ok(last));
+    }
+    if let Some(Err(e)) = end {
+        let _ = tx.send(Err(e));
     }
     Parsed {
         adapter: Some(stream.adapter()),
         declined,
         adjustments: stream.adjustments().clone(),
         hint,
+        waiting,
     }
 }
 
@@ -135,7 +159,12 @@ pub(super) fn chunk_input<'a>(
     let mut counts = (0usize, 0u32);
     let (result, parsed, sink) = std::thread::scope(|scope| {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Conversation, String>>(4);
-        let parser = scope.spawn(move || parse_into(svc, candidates, input, &tx));
+        // Live: whether the input's last line is still being written.
+        let live = w.opts.live.then(|| match &item.source {
+            crate::inventory::Source::File(path) => super::live::ends_mid_line(path),
+            _ => false,
+        });
+        let parser = scope.spawn(move || parse_into(svc, candidates, input, live, &tx));
         let sink = FileSink {
             chunk_ids: Mutex::default(),
             backfill: Mutex::default(),
@@ -157,6 +186,7 @@ pub(super) fn chunk_input<'a>(
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         (result, parsed, (chunk_ids, backfill))
     });
+    w.summary.pairs_waiting += parsed.waiting;
     let (ids, backfill) = sink;
     record
         .chunk_ids

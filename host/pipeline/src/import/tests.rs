@@ -21,6 +21,7 @@ fn options(root: &std::path::Path, inputs: Vec<PathBuf>) -> ImportOptions {
             chunker: Default::default(),
         },
         reprocess: None,
+        live: false,
     }
 }
 
