@@ -11,14 +11,20 @@ use crate::support::Env;
 const SESSION: &str = "3f1c2a9e-7b4d-4e8a-9c21-5d6e7f8a9b0c";
 
 /// One transcript line: `kind` user or assistant, `parent` the uuid before.
-fn line(uuid: &str, parent: Option<&str>, kind: &str, message: &str, minute: u32) -> String {
+pub(crate) fn line(
+    uuid: &str,
+    parent: Option<&str>,
+    kind: &str,
+    message: &str,
+    minute: u32,
+) -> String {
     let parent = parent.map_or_else(|| "null".into(), |p| format!("\"{p}\""));
     format!(
         r#"{{"parentUuid":{parent},"isSidechain":false,"userType":"external","cwd":"/home/ada/garden","sessionId":"{SESSION}","version":"2.1.14","type":"{kind}","uuid":"{uuid}","timestamp":"2026-11-20T10:{minute:02}:00.000Z","message":{message}}}"#
     )
 }
 
-fn user(uuid: &str, parent: Option<&str>, text: &str, minute: u32) -> String {
+pub(crate) fn user(uuid: &str, parent: Option<&str>, text: &str, minute: u32) -> String {
     line(
         uuid,
         parent,
@@ -28,18 +34,18 @@ fn user(uuid: &str, parent: Option<&str>, text: &str, minute: u32) -> String {
     )
 }
 
-fn assistant(uuid: &str, parent: &str, content: &str, minute: u32) -> String {
+pub(crate) fn assistant(uuid: &str, parent: &str, content: &str, minute: u32) -> String {
     let message = format!(
         r#"{{"model":"claude-sonnet-4-5-20250929","id":"msg_{uuid}","type":"message","role":"assistant","content":[{content}]}}"#
     );
     line(uuid, Some(parent), "assistant", &message, minute)
 }
 
-fn text(t: &str) -> String {
+pub(crate) fn text(t: &str) -> String {
     format!(r#"{{"type":"text","text":"{t}"}}"#)
 }
 
-fn append(path: &Path, lines: &[String], end_with_newline: bool) {
+pub(crate) fn append(path: &Path, lines: &[String], end_with_newline: bool) {
     let mut f = std::fs::OpenOptions::new()
         .create(true)
         .append(true)

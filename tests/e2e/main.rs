@@ -21,3 +21,4 @@ mod reprocess;
 mod search;
 mod serve;
 mod third_party;
+mod watch;

@@ -81,6 +81,10 @@ pub enum Command {
     Import(ImportArgs),
     /// Inline mode: serve turns and searches on a local socket.
     Serve(ServeArgs),
+    /// Watch folders and import new and changed inputs as they appear
+    /// (default: `ROOT/raw`, and `~/.claude/projects` and `~/.gemini/tmp`
+    /// when they exist).
+    Watch(WatchArgs),
     /// Entry points for assistants' hooks: they always exit 0 and log to
     /// `ROOT/.chatmill/hook.log`.
     #[command(subcommand)]
@@ -310,6 +314,18 @@ impl Lang {
             Self::Js => "JavaScript",
         }
     }
+}
+
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// Folders (or files) to watch, instead of the defaults.
+    pub paths: Vec<PathBuf>,
+    /// How long a file must be quiet before it is imported.
+    #[arg(long, default_value_t = 1000, value_name = "MS")]
+    pub debounce_ms: u64,
+    /// Write chunk files and the manifest only; leave the index alone.
+    #[arg(long)]
+    pub no_index: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -11,11 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use chatmill_pipeline::chunker::ChunkerConfig;
 use chatmill_pipeline::header::ExtractiveWriter;
-use chatmill_pipeline::import::{self, ImportOptions, Services, Summary};
-use chatmill_pipeline::processor::ProcessorConfig;
-use chatmill_pipeline::render::RenderOptions;
+use chatmill_pipeline::import::{self, Services, Summary};
 use chatmill_pipeline::root::Root;
 use serde::Deserialize;
 
@@ -77,20 +74,9 @@ fn claude_code(ctx: &Context) -> Result<(String, String, Summary), String> {
     let event = p.hook_event_name.unwrap_or_else(|| "?".into());
     // At the session's end nothing more will be written: every pair counts.
     let live = event != "SessionEnd";
-    let opts = ImportOptions {
-        root: ctx.root.clone(),
-        inputs: vec![path],
-        format: Some("claude-code".into()),
-        processor: ProcessorConfig {
-            naming: Default::default(),
-            out_dir: ctx.root.clone(),
-            agent_id: "external".into(),
-            render: RenderOptions::default(),
-            chunker: ChunkerConfig::default(),
-        },
-        reprocess: None,
-        live,
-    };
+    let mut opts = super::import::options(ctx, vec![path]);
+    opts.format = Some("claude-code".into());
+    opts.live = live;
     let set = ctx.adapter_set().map_err(|e| format!("{:#}", e.error))?;
     let index = ctx.index().map_err(|e| format!("{:#}", e.error))?;
     let svc = Services {

@@ -21,22 +21,11 @@ pub fn run(ctx: &Context, args: ImportArgs) -> Result<ExitCode, CliError> {
     if let Some(id) = &args.adapter_id {
         super::named_adapter(&set, id)?;
     }
-    let opts = ImportOptions {
-        root: ctx.root.clone(),
-        inputs: args.inputs.clone(),
-        format: args.adapter_id.clone(),
-        processor: ProcessorConfig {
-            naming: Default::default(),
-            out_dir: ctx.root.clone(),
-            agent_id: "external".into(),
-            render: RenderOptions::default(),
-            chunker: ChunkerConfig::default(),
-        },
-        reprocess: args.reprocess.then(|| import::Reprocess {
-            only: args.only.clone(),
-        }),
-        live: false,
-    };
+    let mut opts = options(ctx, args.inputs.clone());
+    opts.format = args.adapter_id.clone();
+    opts.reprocess = args.reprocess.then(|| import::Reprocess {
+        only: args.only.clone(),
+    });
     // A progress bar on a terminal (stderr), log lines otherwise.
     let bar = std::io::stderr().is_terminal().then(|| {
         let bar = indicatif::ProgressBar::new(0);
@@ -104,6 +93,25 @@ pub fn run(ctx: &Context, args: ImportArgs) -> Result<ExitCode, CliError> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// An import of `inputs` into the root, with the defaults every command
+/// that imports starts from.
+pub(super) fn options(ctx: &Context, inputs: Vec<std::path::PathBuf>) -> ImportOptions {
+    ImportOptions {
+        root: ctx.root.clone(),
+        inputs,
+        format: None,
+        processor: ProcessorConfig {
+            naming: Default::default(),
+            out_dir: ctx.root.clone(),
+            agent_id: "external".into(),
+            render: RenderOptions::default(),
+            chunker: ChunkerConfig::default(),
+        },
+        reprocess: None,
+        live: false,
+    }
 }
 
 fn print_human(s: &Summary, ctx: &Context) {

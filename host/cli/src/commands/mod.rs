@@ -13,6 +13,7 @@ mod search;
 mod serve;
 mod turn;
 mod verify;
+mod watch;
 
 use std::process::ExitCode;
 
@@ -32,6 +33,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Serve(args) => serve::run(&ctx, args),
         Command::Mcp(args) => mcp::run(&ctx, args),
         Command::Hook(cmd) => hook::run(&ctx, cmd),
+        Command::Watch(args) => watch::run(&ctx, args),
         Command::Turn(args) => turn::run(&ctx, args),
         Command::Backfill { json } => backfill::run(&ctx, json),
         Command::Reindex(args) => reindex::run(&ctx, args),
