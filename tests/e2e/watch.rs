@@ -150,3 +150,82 @@ fn watched_sessions_are_imported_as_they_are_added_grow_and_are_replaced() {
     let status = watch.wait().unwrap();
     assert_eq!(status.code(), Some(0));
 }
+
+/// One Chat Completions call as an OpenAI-compatible proxy logs it.
+fn call(n: u32, question: &str, answer: &str) -> String {
+    serde_json::json!({
+        "id": format!("log_{n:04}"),
+        "timestamp": format!("2026-11-20T10:{n:02}:00.000Z"),
+        "request": {"model": "gpt-4.1-mini", "messages": [{"role": "user", "content": question}]},
+        "response": {
+            "id": format!("chatcmpl-{n:04}"), "object": "chat.completion", "created": 1_795_000_000 + n,
+            "model": "gpt-4.1-mini",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}],
+        },
+    })
+    .to_string()
+}
+
+#[test]
+fn a_proxy_log_that_grows_is_imported_call_by_call() {
+    let env = Env::new();
+    let root = env.path("root");
+    let dir = env.path("proxy-logs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut watch = env
+        .cmd()
+        .args([
+            "--root",
+            root.to_str().unwrap(),
+            "watch",
+            dir.to_str().unwrap(),
+            "--debounce-ms",
+            "200",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, log) = std::sync::mpsc::channel();
+    let stderr = watch.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    assert!(
+        log.recv_timeout(Duration::from_secs(60))
+            .unwrap()
+            .starts_with("note: watching ")
+    );
+    let file = dir.join("chat-completions-2026-11-20.jsonl");
+    append(
+        &file,
+        &[call(
+            1,
+            "Translate to French: the meeting moved to Thursday.",
+            "La réunion a été déplacée à jeudi.",
+        )],
+        true,
+    );
+    let one = until_indexed(&env, &root, 1, &log);
+    append(
+        &file,
+        &[call(
+            2,
+            "Summarize the quarterly revenue memo in one line.",
+            "Revenue grew 12 % on subscriptions.",
+        )],
+        true,
+    );
+    let two = until_indexed(&env, &root, 2, &log);
+    assert!(two.contains(&one[0]));
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &watch.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert_eq!(watch.wait().unwrap().code(), Some(0));
+}
