@@ -86,14 +86,19 @@ fn age_input(root: &Path, suffix: &str) -> String {
     format!("{stale}.md")
 }
 
+/// A ChatGPT export and a Gemini CLI session in `in/`; its path.
+fn two_exports(env: &Env) -> String {
+    chatgpt_export(env);
+    let gemini = std::fs::read(corpus("gemini/agent-sessions-gemini-cli-large.json")).unwrap();
+    env.write("in/session-gemini.json", gemini);
+    env.path("in").display().to_string()
+}
+
 #[test]
 fn outdated_inputs_are_reported_and_reprocessed_as_a_fresh_import_would_write_them() {
     let env = Env::new();
-    chatgpt_export(&env);
-    let gemini = std::fs::read(corpus("gemini/agent-sessions-gemini-cli-large.json")).unwrap();
-    env.write("in/session-gemini.json", gemini);
-    let input = env.path("in");
-    let input = input.to_str().unwrap();
+    let input = two_exports(&env);
+    let input = input.as_str();
     let fresh = env.path("fresh");
     let run = env.run(&["--root", fresh.to_str().unwrap(), "import", input]);
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -179,11 +184,8 @@ fn an_outdated_input_that_is_gone_keeps_its_chunks_and_is_listed() {
 #[test]
 fn only_limits_the_reprocess_to_one_platform() {
     let env = Env::new();
-    chatgpt_export(&env);
-    let gemini = std::fs::read(corpus("gemini/agent-sessions-gemini-cli-large.json")).unwrap();
-    env.write("in/session-gemini.json", gemini);
-    let input = env.path("in");
-    let input = input.to_str().unwrap();
+    let input = two_exports(&env);
+    let input = input.as_str();
     let root = env.path("root");
     let root_s = root.to_str().unwrap();
     assert_eq!(env.run(&["--root", root_s, "import", input]).code, 0);

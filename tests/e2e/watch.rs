@@ -3,7 +3,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
@@ -50,12 +50,9 @@ fn until_indexed(env: &Env, root: &Path, n: usize, log: &Receiver<String>) -> Ve
     }
 }
 
-#[test]
-fn watched_sessions_are_imported_as_they_are_added_grow_and_are_replaced() {
-    let env = Env::new();
-    let root = env.path("root");
-    let dir = env.path("sessions");
-    std::fs::create_dir_all(&dir).unwrap();
+/// Starts `chatmill watch DIR` (debounce 200 ms) on `root`; its stderr
+/// lines arrive on the receiver.
+fn spawn_watch(env: &Env, root: &Path, dir: &Path) -> (Child, Receiver<String>) {
     let mut watch = env
         .cmd()
         .args([
@@ -63,9 +60,8 @@ fn watched_sessions_are_imported_as_they_are_added_grow_and_are_replaced() {
             root.to_str().unwrap(),
             "watch",
             dir.to_str().unwrap(),
-            "--debounce-ms",
-            "200",
         ])
+        .args(["--debounce-ms", "200"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -77,6 +73,16 @@ fn watched_sessions_are_imported_as_they_are_added_grow_and_are_replaced() {
             let _ = tx.send(line);
         }
     });
+    (watch, log)
+}
+
+#[test]
+fn watched_sessions_are_imported_as_they_are_added_grow_and_are_replaced() {
+    let env = Env::new();
+    let root = env.path("root");
+    let dir = env.path("sessions");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (mut watch, log) = spawn_watch(&env, &root, &dir);
     let first = log.recv_timeout(Duration::from_secs(60)).unwrap();
     assert!(first.starts_with("note: watching "), "{first}");
 
@@ -172,27 +178,7 @@ fn a_proxy_log_that_grows_is_imported_call_by_call() {
     let root = env.path("root");
     let dir = env.path("proxy-logs");
     std::fs::create_dir_all(&dir).unwrap();
-    let mut watch = env
-        .cmd()
-        .args([
-            "--root",
-            root.to_str().unwrap(),
-            "watch",
-            dir.to_str().unwrap(),
-            "--debounce-ms",
-            "200",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (tx, log) = std::sync::mpsc::channel();
-    let stderr = watch.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
+    let (mut watch, log) = spawn_watch(&env, &root, &dir);
     assert!(
         log.recv_timeout(Duration::from_secs(60))
             .unwrap()
