@@ -756,20 +756,7 @@ impl Collector {
     /// Groups the calls into conversations.
     fn build(self, stem: &str) -> Result<VecDeque<Conversation>, ParseError> {
         if self.slots.is_empty() {
-            if let Some((reason, loc)) = self.first_bad {
-                let kind = if reason.starts_with("malformed") || reason == "truncated-input" {
-                    ErrorKind::Malformed
-                } else {
-                    ErrorKind::NotThisFormat
-                };
-                return Err(ParseError::new(kind, "no API call records in the input").at(loc));
-            }
-            if !self.file_skips.is_empty() {
-                return Err(ParseError::not_this_format(
-                    "no API call records in the input",
-                ));
-            }
-            return Ok(VecDeque::new());
+            return self.nothing_read();
         }
         let single_trace = match self.traces.as_slice() {
             [t] => Some(t.id.clone()),
@@ -818,32 +805,7 @@ impl Collector {
         for slot in &self.slots {
             let (key, kind, trace_name) = resolve(slot);
             let ci = *index.entry(key.clone()).or_insert_with(|| {
-                let mut c = Conversation::default();
-                c.start.platform = "api".into();
-                c.start.id = key.clone().unwrap_or_else(|| file_id.clone());
-                c.start
-                    .metadata
-                    .push(("source_tool".into(), slot.source.into()));
-                match (&key, kind) {
-                    // An llm log's conversation id is the conversation's
-                    // own id, not metadata (`conversation_id` is a
-                    // frontmatter field).
-                    (Some(_), Some("conversation_id")) => {}
-                    (Some(k), Some(kind)) => c.start.metadata.push((kind.into(), k.clone())),
-                    // Calls grouped only by the file they sit in (a batch, a
-                    // log without session ids) are separate questions: the
-                    // host neither merges them nor reads one as the
-                    // context of the next.
-                    (None, _) => c
-                        .start
-                        .metadata
-                        .push(("pairs".into(), "independent".into())),
-                    _ => {}
-                }
-                if let Some(n) = trace_name {
-                    c.start.metadata.push(("trace_name".into(), n));
-                }
-                convs.push(c);
+                convs.push(start(key, kind, trace_name, slot.source, &file_id));
                 convs.len() - 1
             });
             let Some(conv) = convs.get_mut(ci) else {
@@ -882,18 +844,73 @@ impl Collector {
                 }
             }
         }
-        for c in &mut convs {
-            let times = c.pairs.iter().filter_map(|p| p.timestamp);
-            c.start.created = times.clone().min();
-            c.start.updated = times.max();
-            let mut models = c.pairs.iter().map(|p| p.model.as_deref());
-            if let Some(first) = models.next()
-                && models.all(|m| m == first)
-            {
-                c.start.model = first.map(str::to_owned);
-            }
-        }
+        convs.iter_mut().for_each(settle);
         Ok(convs.into())
+    }
+
+    /// No call was read: a typed error when the input held something else,
+    /// nothing when it was empty.
+    fn nothing_read(self) -> Result<VecDeque<Conversation>, ParseError> {
+        if let Some((reason, loc)) = self.first_bad {
+            let kind = if reason.starts_with("malformed") || reason == "truncated-input" {
+                ErrorKind::Malformed
+            } else {
+                ErrorKind::NotThisFormat
+            };
+            return Err(ParseError::new(kind, "no API call records in the input").at(loc));
+        }
+        if !self.file_skips.is_empty() {
+            return Err(ParseError::not_this_format(
+                "no API call records in the input",
+            ));
+        }
+        Ok(VecDeque::new())
+    }
+}
+
+/// The start of the conversation of the group `key` (`kind` its metadata
+/// key; `None`: the calls of one file).
+fn start(
+    key: Option<String>,
+    kind: Option<&'static str>,
+    trace_name: Option<String>,
+    source: &str,
+    file_id: &str,
+) -> Conversation {
+    let mut c = Conversation::default();
+    c.start.platform = "api".into();
+    c.start.id = key.clone().unwrap_or_else(|| file_id.to_owned());
+    c.start.metadata.push(("source_tool".into(), source.into()));
+    match (key, kind) {
+        // An llm log's conversation id is the conversation's own id, not
+        // metadata (`conversation_id` is a frontmatter field).
+        (Some(_), Some("conversation_id")) => {}
+        (Some(k), Some(kind)) => c.start.metadata.push((kind.into(), k)),
+        // Calls grouped only by the file they sit in (a batch, a log
+        // without session ids) are separate questions: the host neither
+        // merges them nor reads one as the context of the next.
+        (None, _) => c
+            .start
+            .metadata
+            .push(("pairs".into(), "independent".into())),
+        _ => {}
+    }
+    if let Some(n) = trace_name {
+        c.start.metadata.push(("trace_name".into(), n));
+    }
+    c
+}
+
+/// A conversation's dates, and its model when every pair has the same.
+fn settle(c: &mut Conversation) {
+    let times = c.pairs.iter().filter_map(|p| p.timestamp);
+    c.start.created = times.clone().min();
+    c.start.updated = times.max();
+    let mut models = c.pairs.iter().map(|p| p.model.as_deref());
+    if let Some(first) = models.next()
+        && models.all(|m| m == first)
+    {
+        c.start.model = first.map(str::to_owned);
     }
 }
 
