@@ -107,6 +107,11 @@ pub struct ConversationRecord {
     pub last_pair: u32,
     /// Where its chunks live.
     pub chunk_ids: Vec<String>,
+    /// The file name of its note under `ROOT/conversations/`, chosen once
+    /// (from its first date and title) and kept when the title changes, so
+    /// links to the note keep working.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -249,6 +254,7 @@ mod tests {
             ConversationRecord {
                 last_pair: 3,
                 chunk_ids: vec!["chatgpt-abc-001-2024-05-01".into()],
+                note: None,
             },
         );
         m.files.insert(

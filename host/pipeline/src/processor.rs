@@ -871,6 +871,7 @@ mod tests {
             ConversationRecord {
                 last_pair: 1,
                 chunk_ids: vec![first.written[0].chunk_id.clone()],
+                note: None,
             },
         );
         let mut p = Processor::new(cfg(dir.path()), &writer, &forgetful);

@@ -388,6 +388,7 @@ mod tests {
             crate::manifest::ConversationRecord {
                 last_pair: 1,
                 chunk_ids: vec!["a".into(), "gone".into()],
+                note: None,
             },
         );
         m.save(&root.join(MANIFEST_FILE)).unwrap();

@@ -75,6 +75,7 @@ fn chunks_another_writer_records_during_an_import_are_indexed_by_it() {
             ConversationRecord {
                 last_pair: 1,
                 chunk_ids: vec![other.into()],
+                note: None,
             },
         );
         m.save(&path).unwrap();
