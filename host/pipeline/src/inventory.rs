@@ -77,6 +77,17 @@ fn file_name(s: &str) -> String {
 }
 
 fn walk(path: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    // A root's conversation notes are made from its chunks: never an input
+    // (the Markdown adapter would otherwise read them as conversations).
+    let notes = if path.is_dir() {
+        crate::notes::is_notes_folder(path)
+    } else {
+        path.parent().is_some_and(crate::notes::is_notes_folder)
+    };
+    if notes {
+        tracing::debug!("not an input (a root's notes): {}", path.display());
+        return Ok(());
+    }
     if path.is_dir() {
         let mut entries: Vec<PathBuf> = fs_err::read_dir(path)?
             .flatten()
@@ -395,6 +406,37 @@ mod tests {
             mtime: SystemTime::UNIX_EPOCH,
             companion: None,
         }
+    }
+
+    #[test]
+    fn a_root_s_notes_are_never_inputs() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        let notes = root.join("conversations");
+        std::fs::create_dir_all(&notes).unwrap();
+        std::fs::create_dir_all(root.join("raw")).unwrap();
+        std::fs::write(root.join(".processing-manifest.json"), "{}").unwrap();
+        std::fs::write(notes.join("2024-05-01 Bread.md"), "# Bread\n").unwrap();
+        std::fs::write(root.join("raw/s.md"), "# a log\n").unwrap();
+        // Another folder called `conversations` (an export's) is read.
+        let export = dir.path().join("export/conversations");
+        std::fs::create_dir_all(&export).unwrap();
+        std::fs::write(export.join("c.json"), "[]").unwrap();
+        for input in [
+            dir.path().to_path_buf(),
+            notes.clone(),
+            notes.join("2024-05-01 Bread.md"),
+        ] {
+            let (items, _) = collect(&[input]).unwrap();
+            assert!(
+                items.iter().all(|i| !i.key.contains("Bread")),
+                "{:?}",
+                items.iter().map(|i| &i.key).collect::<Vec<_>>()
+            );
+        }
+        let (items, _) = collect(&[dir.path().to_path_buf()]).unwrap();
+        assert!(items.iter().any(|i| i.file_name == "c.json"));
+        assert!(items.iter().any(|i| i.file_name == "s.md"));
     }
 
     /// (request file, its companion) for each item after pairing.

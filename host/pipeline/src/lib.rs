@@ -23,6 +23,7 @@ pub mod known_files;
 pub mod llm;
 pub mod lock;
 pub mod manifest;
+pub mod notes;
 pub mod processor;
 pub mod record;
 pub mod render;

@@ -5,6 +5,7 @@
 //!   <chunk files>.md               chunk files (batch: `<chunk_id>.md`; inline: dated names)
 //!   raw/<session>.md               inline mode's session logs, and the default import input
 //!   assets/<sha256-prefix>.<ext>   images and files of exports, linked from chunks (never an input)
+//!   conversations/<date> <title>.md  one generated note per conversation (never an input, never indexed)
 //!   .processing-manifest.json      the manifest
 //!   .chatmill/lock                 one writer at a time
 //!   .chatmill/backfill.json        chunks whose header waits for the header model
@@ -23,6 +24,8 @@ pub const STATE_DIR: &str = ".chatmill";
 /// The folder of export files linked from chunks, in the root (a chunk
 /// links `assets/<name>`).
 pub const ASSETS_DIR: &str = "assets";
+/// The folder of per-conversation notes in the root ([`crate::notes`]).
+pub const NOTES_DIR: &str = "conversations";
 /// How every temp file of an atomic write starts.
 pub const TEMP_PREFIX: &str = ".chatmill-tmp-";
 
@@ -64,6 +67,11 @@ impl Root {
     /// The asset `name`, when it makes one plain file name.
     pub fn asset(&self, name: &str) -> std::io::Result<PathBuf> {
         crate::atomic::join_plain(&self.assets(), name)
+    }
+
+    /// The per-conversation notes ([`crate::notes`]).
+    pub fn notes(&self) -> PathBuf {
+        self.path.join(NOTES_DIR)
     }
 
     pub fn manifest(&self) -> PathBuf {

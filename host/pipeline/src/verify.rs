@@ -20,7 +20,8 @@ use crate::manifest::{MANIFEST_FILE, Manifest, conversation_key};
 pub struct Problem {
     /// `unparsable`, `invalid-field`, `duplicate-id`, `missing-file`,
     /// `not-in-manifest`, `not-indexed`, `orphan-in-index`, `manifest`,
-    /// `index`, `asset-missing`, `asset-changed`.
+    /// `index`, `asset-missing`, `asset-changed`, `note-missing`,
+    /// `note-outdated`, `note-orphan`.
     pub kind: &'static str,
     /// The chunk file or chunk id concerned.
     pub subject: String,
@@ -127,13 +128,18 @@ pub fn run(root: &Path, indexer: Option<&dyn Indexer>, repair: bool) -> std::io:
         for (kind, subject, message) in crate::assets::check(root, m, texts) {
             push(&mut report.problems, kind, &subject, message);
         }
+        let root = crate::root::Root::new(root);
+        for (kind, subject, message) in crate::notes::check(&root, m, &by_id) {
+            push(&mut report.problems, kind, &subject, message);
+        }
     }
     let in_index = indexer.and_then(|ix| check_index(ix, &on_disk, &mut report));
     if !repair {
         return Ok(report);
     }
     let problems_before = std::mem::take(&mut report.problems);
-    let m = repair_manifest(&manifest_path, manifest, &by_id, &on_disk, &mut report)?;
+    let mut m = repair_manifest(&manifest_path, manifest, &by_id, &on_disk, &mut report)?;
+    repair_notes(root, &manifest_path, &mut m, &by_id, &mut report)?;
     if let (Some(ix), Some(ids)) = (indexer, in_index) {
         repair_index(ix, ids, &by_id, &on_disk, &mut report)?;
     }
@@ -146,6 +152,9 @@ pub fn run(root: &Path, indexer: Option<&dyn Indexer>, repair: bool) -> std::io:
         .collect();
     let texts = chunks.iter().map(|s| (s.rel.as_str(), s.text.as_str()));
     for (kind, subject, message) in crate::assets::check(root, &m, texts) {
+        push(&mut report.problems, kind, &subject, message);
+    }
+    for (kind, subject, message) in crate::notes::check(&crate::root::Root::new(root), &m, &by_id) {
         push(&mut report.problems, kind, &subject, message);
     }
     report.manifest_chunks = m.chunk_count() as u32;
@@ -301,6 +310,30 @@ fn repair_manifest(
     Ok(m)
 }
 
+/// The conversation notes written again from the chunk files where they
+/// are missing or out of date (named in the manifest, saved), and notes no
+/// conversation claims removed.
+fn repair_notes(
+    root: &Path,
+    manifest_path: &Path,
+    m: &mut Manifest,
+    by_id: &BTreeMap<&str, &Scanned>,
+    report: &mut Report,
+) -> std::io::Result<()> {
+    let before = m.clone();
+    let (written, removed) = crate::notes::repair(&crate::root::Root::new(root), m, by_id)
+        .map_err(std::io::Error::other)?;
+    if *m != before {
+        m.save(manifest_path).map_err(std::io::Error::other)?;
+    }
+    if written > 0 || removed > 0 {
+        report.repaired.push(format!(
+            "wrote {written} conversation notes again, removed {removed} no conversation claims"
+        ));
+    }
+    Ok(())
+}
+
 /// The index brought in line with the chunk files: what it lacks indexed,
 /// what has no file removed.
 fn repair_index(
@@ -411,6 +444,7 @@ mod tests {
                 ("not-in-manifest", "b"),
                 ("not-indexed", "b"),
                 ("orphan-in-index", "ghost"),
+                ("note-missing", "chatgpt:c1"),
             ]),
             "{r:#?}"
         );
@@ -420,7 +454,11 @@ mod tests {
         );
 
         let r = run(root, Some(&ix), true).unwrap();
-        assert_eq!(r.repaired.len(), 2, "{r:#?}");
+        assert_eq!(r.repaired.len(), 3, "{r:#?}");
+        assert!(
+            r.repaired[1].starts_with("wrote 1 conversation notes"),
+            "{r:#?}"
+        );
         let after = run(root, Some(&ix), false).unwrap();
         assert_eq!(
             after.problems.iter().map(|p| p.kind).collect::<Vec<_>>(),

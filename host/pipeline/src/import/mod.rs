@@ -191,6 +191,8 @@ struct Driver<'r, 's> {
     plan: Option<reprocess::Plan>,
     /// Whether another writer changed the manifest during the run.
     others_wrote: bool,
+    /// The conversation notes, refreshed after each input.
+    notes: crate::notes::Notes,
 }
 
 impl<'r, 's> Driver<'r, 's> {
@@ -206,6 +208,7 @@ impl<'r, 's> Driver<'r, 's> {
             svc,
             opts,
             processor: Processor::new(opts.processor.clone(), svc.header, &manifest),
+            notes: crate::notes::Notes::new(&manifest),
             manifest_path,
             manifest,
             summary: Summary::default(),
@@ -263,6 +266,8 @@ impl<'r, 's> Driver<'r, 's> {
             let warning = record::problem(&item.key, failed, Some(hint.into()), true);
             self.summary.warnings.push(warning);
         }
+        self.notes
+            .update(&Root::new(&self.opts.root), &mut self.manifest);
         self.group.input_done(&self.manifest)
     }
 

@@ -1,0 +1,758 @@
+//! Conversation notes: one Markdown file per conversation under
+//! `ROOT/conversations/`, named `<date> <title>.md`, that lists the
+//! conversation's chunks in order — each as an Obsidian wiki-link (and a
+//! plain relative link for other Markdown viewers) with its contextual
+//! header — so a person can read a whole conversation in Obsidian and jump
+//! from a search hit to its neighbours.
+//!
+//! Notes are generated from the chunk files and the manifest, and only
+//! from them: writing one again gives the same bytes (an unchanged note is
+//! not rewritten), `verify` compares every note with what it would be, and
+//! `verify --repair` writes it again. They are not chunks: the chunk store
+//! reads only the root's own top-level files, so notes are never indexed,
+//! and [`crate::inventory`] never reads a root's notes folder as input.
+//!
+//! A note's file name comes from the conversation's title, which an adapter
+//! returned and is untrusted: [`file_name`] keeps letters, digits and a few
+//! plain marks, bounds it, and [`unique_name`] keeps names unique in the
+//! folder (ignoring case, for file systems that do). The name is chosen
+//! once and recorded on the conversation (`ConversationRecord::note`), so a
+//! title derived later, or renamed at the source, leaves the note's name —
+//! and every link to it — as it was.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+use chrono::DateTime;
+use serde::{Deserialize, Serialize};
+
+use crate::chunk::ChunkDoc;
+use crate::chunk_store::{ChunkStore, Scanned};
+use crate::manifest::{ConversationRecord, Manifest};
+use crate::root::Root;
+
+/// The format of the notes this chatmill writes; also what marks a note
+/// file as chatmill's (its `chatmill_note` property).
+pub const NOTE_FORMAT: u32 = 1;
+
+/// Longest title part of a note's name, in bytes (the whole name stays far
+/// below 255 bytes, room left for the date and a ` (N)` suffix).
+const TITLE_MAX: usize = 100;
+
+#[derive(Debug, thiserror::Error)]
+pub enum NoteError {
+    #[error("cannot write the conversation note `{path}`: {source}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot render the note of conversation `{key}`: {message}")]
+    Render { key: String, message: String },
+}
+
+/// A note's properties (YAML frontmatter).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct NoteFront {
+    chatmill_note: u32,
+    source_platform: String,
+    conversation_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    conversation_title: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    title_derived: bool,
+    first_timestamp: String,
+    last_timestamp: String,
+    chunk_count: usize,
+    /// The chunk files, in order (relative to the root): how the next
+    /// update finds chunks whose names are not their ids (inline mode's)
+    /// without a scan of the root.
+    chunks: Vec<String>,
+}
+
+/// The title part of a note's name: letters and digits of any script, and
+/// ` - _ . , ' ( ) & + ! = @ ~ ;`; everything else (separators, control,
+/// format and bidi characters, `[]#^|` that would break a wiki-link,
+/// Windows' reserved `<>:"\|?*`) becomes a space; runs of spaces become
+/// one; no leading or trailing space or dot; at most [`TITLE_MAX`] bytes.
+/// `untitled` when nothing is left.
+pub fn title_part(title: &str) -> String {
+    let mut out = String::with_capacity(title.len().min(TITLE_MAX));
+    for c in title.chars() {
+        let keep = c.is_alphanumeric()
+            || matches!(
+                c,
+                '-' | '_' | '.' | ',' | '\'' | '(' | ')' | '&' | '+' | '!' | '=' | '@' | '~' | ';'
+            );
+        if keep {
+            if out.len() + c.len_utf8() > TITLE_MAX {
+                break;
+            }
+            out.push(c);
+        } else if !out.is_empty() && !out.ends_with(' ') {
+            out.push(' ');
+        }
+    }
+    let trimmed = out.trim_matches([' ', '.']);
+    if trimmed.is_empty() {
+        "untitled".into()
+    } else {
+        trimmed.to_string()
+    }
+}
+
+/// `<date> <title>.md`: the date (`YYYY-MM-DD`) of `timestamp` (an ISO
+/// 8601 time; `undated` when it is not one) and [`title_part`].
+pub fn file_name(timestamp: &str, title: Option<&str>) -> String {
+    let date = DateTime::parse_from_rfc3339(timestamp)
+        .map(|t| t.to_utc().format("%Y-%m-%d").to_string())
+        .unwrap_or_else(|_| "undated".into());
+    format!("{date} {}.md", title_part(title.unwrap_or("")))
+}
+
+/// `name`, or `name (2).md`, `(3)` … : the first that `taken` (lowercase
+/// names) does not hold.
+pub fn unique_name(name: &str, taken: &BTreeSet<String>) -> String {
+    if !taken.contains(&name.to_lowercase()) {
+        return name.to_string();
+    }
+    let stem = name.strip_suffix(".md").unwrap_or(name);
+    (2u32..)
+        .map(|n| format!("{stem} ({n}).md"))
+        .find(|c| !taken.contains(&c.to_lowercase()))
+        .expect("some suffix is free")
+}
+
+/// The first turn of a chunk (`"3-4"` → 3), what orders a note's entries.
+fn first_turn(s: &Scanned) -> u32 {
+    let range = &s.doc.frontmatter.turn_range;
+    range
+        .split('-')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// `text` on one line, as a heading holds it.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The note of a conversation whose chunks (in the manifest's order) are
+/// `chunks`; `None` when it has none.
+pub fn render(key: &str, chunks: &[&Scanned]) -> Result<Option<String>, NoteError> {
+    let mut chunks = chunks.to_vec();
+    // Stable: the parts of one pair keep the manifest's order.
+    chunks.sort_by_key(|s| first_turn(s));
+    let (Some(first), Some(last)) = (chunks.first(), chunks.last()) else {
+        return Ok(None);
+    };
+    let fm = &last.doc.frontmatter;
+    let front = NoteFront {
+        chatmill_note: NOTE_FORMAT,
+        source_platform: fm.source_platform.clone(),
+        conversation_id: fm.conversation_id.clone(),
+        conversation_title: fm.conversation_title.clone(),
+        title_derived: fm.title_derived,
+        first_timestamp: first.doc.frontmatter.timestamp.clone(),
+        last_timestamp: fm.timestamp.clone(),
+        chunk_count: chunks.len(),
+        chunks: chunks.iter().map(|s| s.rel.clone()).collect(),
+    };
+    let yaml = serde_saphyr::to_string(&front).map_err(|e| NoteError::Render {
+        key: key.to_string(),
+        message: e.to_string(),
+    })?;
+    let title = fm.conversation_title.as_deref().map_or_else(
+        || format!("{} conversation {}", fm.source_platform, fm.conversation_id),
+        one_line,
+    );
+    let mut out = format!("---\n{yaml}");
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push_str(&format!(
+        "---\n\n# {}\n\n{} · {} → {} · {} chunks. Written by chatmill from the chunk files; edits here are overwritten.\n",
+        one_line(&title),
+        fm.source_platform,
+        day(&front.first_timestamp),
+        day(&front.last_timestamp),
+        chunks.len(),
+    ));
+    for (n, s) in chunks.iter().enumerate() {
+        let stem = s.rel.strip_suffix(".md").unwrap_or(&s.rel);
+        let turns = &s.doc.frontmatter.turn_range;
+        let label = if turns.contains('-') { "Turns" } else { "Turn" };
+        out.push_str(&format!(
+            "\n## {}. [[{stem}|{label} {turns}]] · {}\n\n",
+            n + 1,
+            day(&s.doc.frontmatter.timestamp)
+        ));
+        for line in s.doc.context.trim().lines() {
+            out.push_str(if line.is_empty() { ">" } else { "> " });
+            out.push_str(line);
+            out.push('\n');
+        }
+        out.push_str(&format!("\n[chunk file](../{})\n", s.rel));
+    }
+    Ok(Some(out))
+}
+
+/// The date of an ISO 8601 timestamp as written (its first 10 characters).
+fn day(timestamp: &str) -> &str {
+    timestamp.get(..10).unwrap_or(timestamp)
+}
+
+/// The chunk files a note lists, read from its text (empty when it is not
+/// a note of ours).
+fn listed(text: &str) -> Vec<String> {
+    ChunkDoc::split(text)
+        .ok()
+        .and_then(|(yaml, _)| serde_saphyr::from_str::<NoteFront>(yaml).ok())
+        .map(|f| f.chunks)
+        .unwrap_or_default()
+}
+
+/// Finds chunk files by id: a batch chunk by its name, others among the
+/// files a caller names (a note's list, a chunk just written), and, when
+/// those do not have it, by one scan of the root.
+struct Finder<'d> {
+    store: ChunkStore<'d>,
+    dir: &'d Path,
+    hinted: HashMap<String, Scanned>,
+    scanned: Option<HashMap<String, Scanned>>,
+}
+
+impl<'d> Finder<'d> {
+    fn new(dir: &'d Path) -> Self {
+        Self {
+            store: ChunkStore::new(dir),
+            dir,
+            hinted: HashMap::new(),
+            scanned: None,
+        }
+    }
+
+    /// Reads the chunk files `names` (relative to the root) as hints.
+    fn hint(&mut self, names: impl IntoIterator<Item = String>) {
+        for rel in names {
+            if crate::atomic::plain_name(&rel).is_err() {
+                continue;
+            }
+            let Ok(text) = fs_err::read_to_string(self.dir.join(&rel)) else {
+                continue;
+            };
+            if let Ok(doc) = ChunkDoc::parse(&text) {
+                let id = doc.frontmatter.chunk_id.clone();
+                self.hinted.insert(id, Scanned { rel, text, doc });
+            }
+        }
+    }
+
+    fn find(&mut self, id: &str) -> Option<Scanned> {
+        let rel = ChunkStore::batch_name(id);
+        let named = fs_err::read_to_string(self.dir.join(&rel))
+            .ok()
+            .and_then(|text| Some((ChunkDoc::parse(&text).ok()?, text)))
+            .filter(|(doc, _)| doc.frontmatter.chunk_id == id);
+        if let Some((doc, text)) = named {
+            return Some(Scanned { rel, text, doc });
+        }
+        if let Some(s) = self.hinted.remove(id) {
+            return Some(s);
+        }
+        let store = self.store;
+        let all = self.scanned.get_or_insert_with(|| {
+            let found = store.scan(&mut Vec::new()).unwrap_or_default();
+            found
+                .into_iter()
+                .map(|s| (s.doc.frontmatter.chunk_id.clone(), s))
+                .collect()
+        });
+        all.remove(id)
+    }
+}
+
+/// The lowercase note names of every conversation but `key`.
+fn taken_names(manifest: &Manifest, key: &str) -> BTreeSet<String> {
+    manifest
+        .conversations
+        .iter()
+        .filter(|(k, _)| k.as_str() != key)
+        .filter_map(|(_, c)| c.note.as_deref().map(str::to_lowercase))
+        .collect()
+}
+
+/// The name `key`'s note has, or gets: the recorded one, else a new unique
+/// one from its first date and title.
+fn name_for(manifest: &Manifest, key: &str, chunks: &[&Scanned]) -> Option<String> {
+    if let Some(name) = manifest.conversations.get(key)?.note.clone() {
+        return Some(name);
+    }
+    let first = chunks.iter().min_by_key(|s| first_turn(s))?;
+    let last = chunks.iter().max_by_key(|s| first_turn(s))?;
+    let title = last.doc.frontmatter.conversation_title.as_deref();
+    let name = file_name(&first.doc.frontmatter.timestamp, title);
+    Some(unique_name(&name, &taken_names(manifest, key)))
+}
+
+/// Writes `text` as the note `name` unless it already says that; whether
+/// it wrote.
+fn write_note(root: &Root, name: &str, text: &str) -> Result<bool, NoteError> {
+    let dir = root.notes();
+    let path = dir.join(name);
+    if fs_err::read_to_string(&path).is_ok_and(|old| old == text) {
+        return Ok(false);
+    }
+    let write = |source| NoteError::Write {
+        path: path.clone(),
+        source,
+    };
+    fs_err::create_dir_all(&dir).map_err(write)?;
+    crate::atomic::Folder::open(&dir)
+        .and_then(|f| f.write(name, text.as_bytes()))
+        .map_err(write)?;
+    Ok(true)
+}
+
+/// Brings the note of conversation `key` in line with its chunk files,
+/// naming it (in `manifest`) when it has no name yet. `new_files` are
+/// chunk files just written for it (relative to the root). Durable with
+/// the next manifest save (which syncs the file system first). Returns
+/// whether the note was written.
+pub fn refresh(
+    root: &Root,
+    manifest: &mut Manifest,
+    key: &str,
+    new_files: &[String],
+) -> Result<bool, NoteError> {
+    let Some(record) = manifest.conversations.get(key) else {
+        return Ok(false);
+    };
+    if record.chunk_ids.is_empty() {
+        return Ok(false);
+    }
+    let mut finder = Finder::new(root.chunks());
+    if let Some(old) = record
+        .note
+        .as_deref()
+        .and_then(|n| fs_err::read_to_string(root.notes().join(n)).ok())
+    {
+        finder.hint(listed(&old));
+    }
+    finder.hint(new_files.iter().cloned());
+    let found: Vec<Scanned> = record
+        .chunk_ids
+        .clone()
+        .iter()
+        .filter_map(|id| finder.find(id))
+        .collect();
+    let chunks: Vec<&Scanned> = found.iter().collect();
+    write_named(root, manifest, key, &chunks)
+}
+
+/// Renders and writes `key`'s note from `chunks`, naming it if needed.
+fn write_named(
+    root: &Root,
+    manifest: &mut Manifest,
+    key: &str,
+    chunks: &[&Scanned],
+) -> Result<bool, NoteError> {
+    let Some(text) = render(key, chunks)? else {
+        return Ok(false);
+    };
+    let Some(name) = name_for(manifest, key, chunks) else {
+        return Ok(false);
+    };
+    let wrote = write_note(root, &name, &text)?;
+    if let Some(record) = manifest.conversations.get_mut(key) {
+        record.note = Some(name);
+    }
+    Ok(wrote)
+}
+
+/// What a conversation's record looked like when its note was last
+/// brought in line: how many chunks, up to which pair.
+type Seen = (usize, u32);
+
+fn seen(record: &ConversationRecord) -> Seen {
+    (record.chunk_ids.len(), record.last_pair)
+}
+
+/// Keeps the notes of a batch import in line: remembers each
+/// conversation's record as the import found it, and after each input
+/// refreshes the notes of the conversations that changed (or have none).
+pub struct Notes {
+    seen: HashMap<String, Seen>,
+}
+
+impl Notes {
+    /// Notes are in line with `manifest` as it is now (a conversation
+    /// without a note is refreshed anyway).
+    pub fn new(manifest: &Manifest) -> Self {
+        let seen = manifest
+            .conversations
+            .iter()
+            .map(|(k, c)| (k.clone(), seen(c)))
+            .collect();
+        Self { seen }
+    }
+
+    /// Refreshes the notes of the conversations whose record changed since
+    /// the last call, or that have chunks but no note. A note that cannot
+    /// be written is logged and left to `verify`; the import goes on.
+    /// Returns how many notes were written.
+    pub fn update(&mut self, root: &Root, manifest: &mut Manifest) -> usize {
+        let due: Vec<String> = manifest
+            .conversations
+            .iter()
+            .filter(|(k, c)| {
+                !c.chunk_ids.is_empty()
+                    && (c.note.is_none() || self.seen.get(k.as_str()) != Some(&seen(c)))
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        let mut written = 0;
+        for key in due {
+            match refresh(root, manifest, &key, &[]) {
+                Ok(wrote) => written += usize::from(wrote),
+                Err(e) => tracing::warn!("{e}"),
+            }
+            if let Some(c) = manifest.conversations.get(&key) {
+                self.seen.insert(key, seen(c));
+            }
+        }
+        written
+    }
+}
+
+/// A note that is not what the chunk files make it: `(kind, subject,
+/// message)` as `verify` reports them (`note-missing`, `note-outdated`,
+/// `note-orphan`).
+pub type Finding = (&'static str, String, String);
+
+/// Compares every conversation's note with what its chunk files (`by_id`)
+/// make it, and lists the notes no conversation claims.
+pub fn check(
+    root: &Root,
+    manifest: &Manifest,
+    by_id: &std::collections::BTreeMap<&str, &Scanned>,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for (key, record) in &manifest.conversations {
+        let chunks: Vec<&Scanned> = record
+            .chunk_ids
+            .iter()
+            .filter_map(|id| by_id.get(id.as_str()).copied())
+            .collect();
+        let Ok(Some(text)) = render(key, &chunks) else {
+            continue;
+        };
+        let Some(name) = &record.note else {
+            out.push((
+                "note-missing",
+                key.clone(),
+                "the conversation has no note under `conversations/`".into(),
+            ));
+            continue;
+        };
+        match fs_err::read_to_string(root.notes().join(name)) {
+            Ok(old) if old == text => {}
+            Ok(_) => out.push((
+                "note-outdated",
+                name.clone(),
+                format!("the note of `{key}` does not list its chunks as they are"),
+            )),
+            Err(_) => out.push((
+                "note-missing",
+                name.clone(),
+                format!("the note of `{key}` is gone"),
+            )),
+        }
+    }
+    for name in orphans(root, manifest) {
+        out.push((
+            "note-orphan",
+            name,
+            "a chatmill note no conversation in the manifest claims".into(),
+        ));
+    }
+    out
+}
+
+/// Notes of ours (with a `chatmill_note` property) in the notes folder that
+/// no conversation claims.
+fn orphans(root: &Root, manifest: &Manifest) -> Vec<String> {
+    let claimed: BTreeSet<&str> = manifest
+        .conversations
+        .values()
+        .filter_map(|c| c.note.as_deref())
+        .collect();
+    let Ok(entries) = fs_err::read_dir(root.notes()) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".md") && !claimed.contains(n.as_str()))
+        .filter(|n| {
+            fs_err::read_to_string(root.notes().join(n)).is_ok_and(|t| {
+                ChunkDoc::split(&t).is_ok_and(|(yaml, _)| yaml.starts_with("chatmill_note:"))
+            })
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Writes every note that is missing or out of date (naming those without
+/// a name in `manifest`, which the caller saves) and removes the notes no
+/// conversation claims. Returns how many notes were written and removed.
+pub fn repair(
+    root: &Root,
+    manifest: &mut Manifest,
+    by_id: &std::collections::BTreeMap<&str, &Scanned>,
+) -> Result<(usize, usize), NoteError> {
+    let keys: Vec<String> = manifest.conversations.keys().cloned().collect();
+    let mut written = 0;
+    for key in keys {
+        let chunks: Vec<&Scanned> = manifest.conversations[&key]
+            .chunk_ids
+            .iter()
+            .filter_map(|id| by_id.get(id.as_str()).copied())
+            .collect();
+        written += usize::from(write_named(root, manifest, &key, &chunks)?);
+    }
+    let gone = orphans(root, manifest);
+    for name in &gone {
+        let path = root.notes().join(name);
+        fs_err::remove_file(&path).map_err(|source| NoteError::Write { path, source })?;
+    }
+    Ok((written, gone.len()))
+}
+
+/// Whether `dir` is a root's notes folder (`<root>/conversations` beside
+/// the root's manifest or state folder): never an input.
+pub fn is_notes_folder(dir: &Path) -> bool {
+    dir.file_name().is_some_and(|n| n == crate::root::NOTES_DIR)
+        && dir.parent().is_some_and(|p| {
+            let root = Root::new(p);
+            root.manifest().is_file() || root.state().is_dir()
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::conversation_key;
+
+    #[test]
+    fn hostile_titles_make_plain_bounded_names() {
+        let t = "2024-05-01T10:00:00Z";
+        for (title, want) in [
+            ("../../etc/passwd", "2024-05-01 etc passwd.md"),
+            ("a\0b\nc\td", "2024-05-01 a b c d.md"),
+            // Bidi overrides and isolates, zero-width joiner: gone.
+            (
+                "abc\u{202E}gpj.exe\u{2066}x\u{200D}y",
+                "2024-05-01 abc gpj.exe x y.md",
+            ),
+            ("CON", "2024-05-01 CON.md"),
+            ("nul.txt", "2024-05-01 nul.txt.md"),
+            ("What? <b>|*\"x\"*|</b>", "2024-05-01 What b x b.md"),
+            ("[[link]] #tag ^block", "2024-05-01 link tag block.md"),
+            ("...hidden. ", "2024-05-01 hidden.md"),
+            ("", "2024-05-01 untitled.md"),
+            ("\u{202E}\u{2066}", "2024-05-01 untitled.md"),
+            (
+                "Süßes Brot — 日本語のレシピ",
+                "2024-05-01 Süßes Brot 日本語のレシピ.md",
+            ),
+        ] {
+            let name = file_name(t, Some(title));
+            assert_eq!(name, want, "{title:?}");
+            assert!(crate::atomic::plain_name(&name).is_ok(), "{name:?}");
+        }
+        assert_eq!(file_name(t, None), "2024-05-01 untitled.md");
+        assert_eq!(file_name("yesterday", Some("x")), "undated x.md");
+        // Very long titles are cut on a character boundary.
+        for long in ["a".repeat(10_000), "é".repeat(10_000), "日".repeat(999)] {
+            let name = file_name(t, Some(&long));
+            assert!(name.len() <= 11 + TITLE_MAX + 3, "{}", name.len());
+            assert!(
+                crate::atomic::plain_name(&unique_name(
+                    &name,
+                    &BTreeSet::from([name.to_lowercase()])
+                ))
+                .is_ok()
+            );
+        }
+    }
+
+    #[test]
+    fn names_are_unique_ignoring_case() {
+        let taken = BTreeSet::from([
+            "2024-05-01 bread.md".to_string(),
+            "2024-05-01 bread (2).md".to_string(),
+        ]);
+        assert_eq!(
+            unique_name("2024-05-01 Bread.md", &taken),
+            "2024-05-01 Bread (3).md"
+        );
+        assert_eq!(
+            unique_name("2024-05-01 Soup.md", &taken),
+            "2024-05-01 Soup.md"
+        );
+    }
+
+    fn chunk(id: &str, conv: &str, range: &str, title: &str, header: &str) -> String {
+        format!(
+            "---\nsource_file: c.json\nsource_platform: chatgpt\nmodel_used: gpt-4o\ntimestamp: 2024-05-0{}T10:00:00Z\nconversation_title: '{title}'\nturn_range: '{range}'\ntopics:\n- bread\nchunk_id: {id}\nagent_id: external\nconversation_id: {conv}\n---\n\n## Context\n\n{header}\n\n## Exchange\n\n**User:**\n\nHow?\n\n**Assistant:**\n\nLike this.\n",
+            &range[..1]
+        )
+    }
+
+    fn record(ids: &[&str], last_pair: u32) -> ConversationRecord {
+        ConversationRecord {
+            last_pair,
+            chunk_ids: ids.iter().map(|s| s.to_string()).collect(),
+            note: None,
+        }
+    }
+
+    #[test]
+    fn notes_list_chunks_in_order_keep_their_names_and_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path());
+        std::fs::write(
+            dir.path().join("b.md"),
+            chunk("b", "c1", "1", "Bread", "Starter first."),
+        )
+        .unwrap();
+        // An inline-style name: not `<id>.md`.
+        std::fs::write(
+            dir.path().join("2024-05-02_x.md"),
+            chunk("a", "c1", "2-3", "Bread", "Then the dough.\n\nTwo lines."),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("c.md"),
+            chunk("c", "c2", "1", "Bread", "Another bread."),
+        )
+        .unwrap();
+        let mut m = Manifest::new();
+        let (k1, k2) = (
+            conversation_key("chatgpt", "c1"),
+            conversation_key("chatgpt", "c2"),
+        );
+        // The manifest lists them out of pair order.
+        m.conversations.insert(k1.clone(), record(&["a", "b"], 3));
+        m.conversations.insert(k2.clone(), record(&["c"], 1));
+        let mut notes = Notes::new(&m);
+        assert_eq!(
+            notes.update(&root, &mut m),
+            2,
+            "conversations without a note"
+        );
+        let n1 = m.conversations[&k1].note.clone().unwrap();
+        let n2 = m.conversations[&k2].note.clone().unwrap();
+        assert_eq!(n1, "2024-05-01 Bread.md");
+        assert_eq!(
+            n2, "2024-05-01 Bread (2).md",
+            "same date and title: a second name"
+        );
+        let text = std::fs::read_to_string(root.notes().join(&n1)).unwrap();
+        let b = text.find("[[b|Turn 1]]").expect(&text);
+        let a = text.find("[[2024-05-02_x|Turns 2-3]]").expect(&text);
+        assert!(b < a, "{text}");
+        assert!(
+            text.contains("> Then the dough.\n>\n> Two lines.\n"),
+            "{text}"
+        );
+        assert!(text.contains("[chunk file](../2024-05-02_x.md)"), "{text}");
+        assert!(text.contains("chunk_count: 2\n"), "{text}");
+        assert!(
+            !text.contains("\nchunk_id:"),
+            "a note is never read as a chunk"
+        );
+        assert!(
+            check(
+                &root,
+                &m,
+                &by_id(dir.path())
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v))
+                    .collect()
+            )
+            .is_empty()
+        );
+        // Nothing changed: nothing written.
+        assert_eq!(notes.update(&root, &mut m), 0);
+
+        // The conversation grows and its title changes: same note name,
+        // the new chunk listed; the other note untouched.
+        std::fs::write(
+            dir.path().join("d.md"),
+            chunk("d", "c1", "4", "Rye bread", "Rye now."),
+        )
+        .unwrap();
+        let c1 = m.conversations.get_mut(&k1).unwrap();
+        c1.chunk_ids.push("d".into());
+        c1.last_pair = 4;
+        assert_eq!(notes.update(&root, &mut m), 1);
+        assert_eq!(m.conversations[&k1].note.as_deref(), Some(n1.as_str()));
+        let text = std::fs::read_to_string(root.notes().join(&n1)).unwrap();
+        assert!(
+            text.contains("[[d|Turn 4]]") && text.contains("# Rye bread\n"),
+            "{text}"
+        );
+
+        // verify's view: an edited note, a deleted one, an orphan.
+        std::fs::write(root.notes().join(&n1), "edited").unwrap();
+        std::fs::remove_file(root.notes().join(&n2)).unwrap();
+        let orphan = root.notes().join("2020-01-01 Old.md");
+        std::fs::write(&orphan, "---\nchatmill_note: 1\n---\n").unwrap();
+        std::fs::write(root.notes().join("mine.md"), "my own note\n").unwrap();
+        let scanned = by_id(dir.path());
+        let by: std::collections::BTreeMap<&str, &Scanned> =
+            scanned.iter().map(|(k, v)| (k.as_str(), v)).collect();
+        let kinds: Vec<_> = check(&root, &m, &by)
+            .into_iter()
+            .map(|f| (f.0, f.1))
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                ("note-outdated", n1.clone()),
+                ("note-missing", n2.clone()),
+                ("note-orphan", "2020-01-01 Old.md".to_string())
+            ]
+        );
+        assert_eq!(repair(&root, &mut m, &by).unwrap(), (2, 1));
+        assert!(check(&root, &m, &by).is_empty());
+        assert!(
+            !orphan.exists() && root.notes().join("mine.md").exists(),
+            "only chatmill's notes are removed"
+        );
+    }
+
+    fn by_id(dir: &Path) -> Vec<(String, Scanned)> {
+        ChunkStore::new(dir)
+            .scan(&mut Vec::new())
+            .unwrap()
+            .into_iter()
+            .map(|s| (s.doc.frontmatter.chunk_id.clone(), s))
+            .collect()
+    }
+
+    #[test]
+    fn a_root_s_notes_folder_is_known_as_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let notes = dir.path().join("conversations");
+        std::fs::create_dir(&notes).unwrap();
+        assert!(!is_notes_folder(&notes), "not a root");
+        std::fs::create_dir(dir.path().join(".chatmill")).unwrap();
+        assert!(is_notes_folder(&notes));
+        assert!(!is_notes_folder(dir.path()));
+    }
+}
