@@ -88,6 +88,8 @@ fn a_real_client_lists_the_tools_and_calls_each_one() {
         {"tool": "get_chunk", "arguments": {"chunk_id": "chatgpt-000000000000-001-2024-05-01"}},
         {"tool": "no_such_tool", "arguments": {}},
         {"tool": "record_turn", "arguments": {"session_id": "s", "turn_index": 1, "user": "u", "assistant": "a"}},
+        {"tool": "recent", "arguments": {"k": 50, "project": "invoice-tool"}},
+        {"tool": "search", "arguments": {"query": "totals", "project": "no-such-project"}},
     ]});
     let out = client(&py, &env, &root, &[], plan);
     assert_eq!(out["server"], "chatmill");
@@ -177,6 +179,25 @@ fn a_real_client_lists_the_tools_and_calls_each_one() {
         "read-only: {}",
         calls[7]
     );
+    // A project scopes to its coding sessions (the Claude Code session in
+    // `/home/dev/projects/invoice-tool`), and the entries say it.
+    let project = calls[8]["structured"]["entries"].as_array().unwrap();
+    assert!(
+        !project.is_empty()
+            && project
+                .iter()
+                .all(|e| e["project"] == "invoice-tool" && e["platform"] == "claude-code"),
+        "{project:?}"
+    );
+    assert!(
+        calls[8]["text"]
+            .as_str()
+            .unwrap()
+            .contains(" · claude-code · project invoice-tool · "),
+        "{}",
+        calls[8]
+    );
+    assert_eq!(calls[9]["structured"]["entries"], json!([]), "{}", calls[9]);
 }
 
 #[test]

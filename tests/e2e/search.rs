@@ -239,3 +239,122 @@ fn reindex_migrates_to_a_real_chroma_server() {
         "names the fix: {dead:?}"
     );
 }
+
+/// The texts of the chunk files (the Markdown files at the top of the root).
+fn chunk_texts(root: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "md"))
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect()
+}
+
+/// The chunks whose frontmatter says `project: <name>`, by chunk id.
+fn chunks_of_project(root: &std::path::Path, name: &str) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    for text in chunk_texts(root) {
+        let fm = text.split("\n---\n").next().unwrap();
+        if fm.lines().any(|l| l == format!("project: {name}")) {
+            let id = fm
+                .lines()
+                .find_map(|l| l.strip_prefix("chunk_id: "))
+                .unwrap();
+            out.insert(id.to_string());
+        }
+    }
+    out
+}
+
+fn found(run: &Run) -> std::collections::BTreeSet<String> {
+    assert_eq!(run.code, 0, "{run:?}");
+    run.json()["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["chunk_id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// `--project` scopes every mode to one coding project's sessions, and an
+/// index written before projects were kept learns them on the next import.
+#[test]
+fn a_project_scopes_searches_and_an_older_index_learns_projects() {
+    let env = Env::new();
+    let root = env.path("root");
+    let raw = root.join("raw");
+    std::fs::create_dir_all(&raw).unwrap();
+    for name in [
+        "claude-code-viewer-1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl",
+        "agent-sessions-small-multiversion.jsonl",
+    ] {
+        std::fs::copy(corpus(&format!("claude-code/{name}")), raw.join(name)).unwrap();
+    }
+    std::fs::copy(
+        corpus("chatgpt/librechat-chatgpt-tree.json"),
+        raw.join("conversations.json"),
+    )
+    .unwrap();
+    let r = root.to_str().unwrap();
+    assert_eq!(env.run(&["--root", r, "import"]).code, 0);
+    let projects: std::collections::BTreeSet<String> = chunk_texts(&root)
+        .iter()
+        .filter_map(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("project: ").map(str::to_string))
+        })
+        .collect();
+    assert!(
+        projects.len() >= 2,
+        "two sessions of two projects: {projects:?}"
+    );
+    let project = projects.first().unwrap().clone();
+    let expected = chunks_of_project(&root, &project);
+    let recent = |env: &Env| {
+        env.run(&[
+            "--root",
+            r,
+            "search",
+            "--mode",
+            "recent",
+            "--project",
+            &project,
+            "-k",
+            "500",
+            "--json",
+        ])
+    };
+    assert_eq!(found(&recent(&env)), expected);
+    for mode in ["keyword", "hybrid", "semantic"] {
+        let hits = found(&env.run(&[
+            "--root",
+            r,
+            "search",
+            "the",
+            "code",
+            "--mode",
+            mode,
+            "--project",
+            &project,
+            "-k",
+            "500",
+            "--json",
+        ]));
+        assert!(hits.is_subset(&expected), "{mode}: {hits:?}");
+    }
+
+    // An index as an older chatmill left it: no `project` column.
+    rusqlite::Connection::open(root.join(".chatmill/index.sqlite3"))
+        .unwrap()
+        .execute_batch("DROP INDEX chunks_project; ALTER TABLE chunks DROP COLUMN project;")
+        .unwrap();
+    assert!(found(&recent(&env)).is_empty(), "projects unknown yet");
+    let again = env.run(&["--root", r, "import", "--json"]);
+    assert_eq!(again.code, 0, "{again:?}");
+    assert_eq!(
+        found(&recent(&env)),
+        expected,
+        "learned from the chunk files"
+    );
+    assert_eq!(env.run(&["--root", r, "verify"]).code, 0);
+}

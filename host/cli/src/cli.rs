@@ -192,6 +192,9 @@ pub struct SearchArgs {
     pub until: Option<String>,
     #[arg(long, value_name = "ID")]
     pub conversation: Option<String>,
+    /// Only chunks of this project (a coding session's `project`).
+    #[arg(long, value_name = "NAME")]
+    pub project: Option<String>,
     /// Favour newer chunks (hybrid): 0 (off) to about 1.
     #[arg(long, default_value_t = 0.0)]
     pub recency_boost: f32,

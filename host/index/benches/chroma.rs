@@ -80,6 +80,7 @@ fn records(n: usize) -> Vec<ChunkRecord> {
                     platform: "chatgpt".into(),
                     agent_id: "external".into(),
                     conversation_id: format!("conv-{}", i / 10),
+                    project: None,
                     title: Some(format!("About {t}")),
                     topics: vec![t.into(), "bench".into()],
                     model: "gpt-4o".into(),

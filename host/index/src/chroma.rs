@@ -92,7 +92,13 @@ pub struct ChromaStore {
     max_batch: usize,
     /// The model and width of the stored vectors, once known.
     held: Mutex<Option<StoredModel>>,
+    /// Whether the collection's records carry every metadata key this
+    /// chatmill writes (its `chatmill_metadata` is [`METADATA`]).
+    metadata_current: std::sync::atomic::AtomicBool,
 }
+
+/// The metadata keys' version: 2 added `project`.
+const METADATA: i64 = 2;
 
 struct Http {
     status: u16,
@@ -111,6 +117,7 @@ impl ChromaStore {
             base: String::new(),
             max_batch: 1000,
             held: Mutex::new(None),
+            metadata_current: std::sync::atomic::AtomicBool::new(false),
             cfg,
             agent,
         };
@@ -155,7 +162,7 @@ impl ChromaStore {
             Some(json!({
                 "name": me.cfg.collection,
                 "get_or_create": true,
-                "metadata": {"created_by": "chatmill"},
+                "metadata": {"created_by": "chatmill", "chatmill_metadata": METADATA},
                 // Cosine space; a wider search than the default 100 for
                 // better recall (a query-time cost only).
                 "configuration": {"hnsw": {"space": "cosine", "ef_search": 200}},
@@ -165,6 +172,9 @@ impl ChromaStore {
             .as_str()
             .ok_or_else(|| me.fail(format!("the collection answer has no id: {v}"), false))?;
         me.base = format!("{api}/tenants/{t}/databases/{d}/collections/{id}");
+        let current = v["metadata"]["chatmill_metadata"].as_i64() >= Some(METADATA);
+        me.metadata_current
+            .store(current, std::sync::atomic::Ordering::Relaxed);
         Ok(me)
     }
 
@@ -207,6 +217,7 @@ impl ChromaStore {
                 }
                 r.call()
             }
+            ("PUT", body) => auth(self.agent.put(url)).send_json(body.unwrap_or(json!({}))),
             (_, body) => auth(self.agent.post(url)).send_json(body.unwrap_or(json!({}))),
         };
         let mut resp = result.map_err(|e| self.fail(format!("{url}: {e}"), true))?;
@@ -256,6 +267,9 @@ impl ChromaStore {
         map.insert("platform".into(), json!(m.platform));
         map.insert("agent_id".into(), json!(m.agent_id));
         map.insert("conversation_id".into(), json!(m.conversation_id));
+        if let Some(p) = &m.project {
+            map.insert("project".into(), json!(p));
+        }
         map.insert("title".into(), json!(m.title.clone().unwrap_or_default()));
         map.insert(
             "topics_json".into(),
@@ -280,6 +294,7 @@ impl ChromaStore {
             platform: s("platform"),
             agent_id: s("agent_id"),
             conversation_id: s("conversation_id"),
+            project: v["project"].as_str().map(str::to_string),
             title: (!title.is_empty()).then_some(title),
             topics: serde_json::from_str(v["topics_json"].as_str().unwrap_or("[]"))
                 .unwrap_or_default(),
@@ -297,6 +312,7 @@ impl ChromaStore {
             ("agent_id", &filter.agent_id),
             ("platform", &filter.platform),
             ("conversation_id", &filter.conversation_id),
+            ("project", &filter.project),
         ] {
             if let Some(v) = value {
                 parts.push(json!({key: {"$eq": v}}));
@@ -460,6 +476,58 @@ impl Store for ChromaStore {
         Ok(Some(held))
     }
 
+    fn metadata_outdated(&self) -> Result<bool, IndexError> {
+        if self
+            .metadata_current
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            return Ok(false);
+        }
+        Ok(self.count()? > 0)
+    }
+
+    fn refresh_metadata(&self, records: &[ChunkRecord]) -> Result<(), IndexError> {
+        let model = self.stored()?.and_then(|s| s.model).unwrap_or_default();
+        for batch in records.chunks(self.max_batch) {
+            // Only the ids the collection holds are updated.
+            let ids: Vec<&str> = batch.iter().map(|r| r.chunk_id.as_str()).collect();
+            let held = self.post("get", json!({"ids": ids, "include": []}))?;
+            let held: BTreeSet<&str> = held["ids"]
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let batch: Vec<&ChunkRecord> = batch
+                .iter()
+                .filter(|r| held.contains(r.chunk_id.as_str()))
+                .collect();
+            if batch.is_empty() {
+                continue;
+            }
+            self.post(
+                "update",
+                json!({
+                    "ids": batch.iter().map(|r| r.chunk_id.as_str()).collect::<Vec<_>>(),
+                    "metadatas": batch.iter().map(|r| Self::metadata(r, &model)).collect::<Vec<_>>(),
+                }),
+            )?;
+        }
+        Ok(())
+    }
+
+    fn metadata_refreshed(&self) -> Result<(), IndexError> {
+        let r = self.request(
+            "PUT",
+            &self.base,
+            Some(
+                json!({"new_metadata": {"created_by": "chatmill", "chatmill_metadata": METADATA}}),
+            ),
+        )?;
+        self.ok(r, "modify collection")?;
+        self.metadata_current
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+
     fn knn(&self, vector: &[f32], k: usize, filter: &Filter) -> Result<Vec<Hit>, IndexError> {
         let mut body = json!({
             "query_embeddings": [vector],
@@ -585,6 +653,7 @@ mod tests {
                 platform: "claude".into(),
                 agent_id: "external".into(),
                 conversation_id: "conv".into(),
+                project: None,
                 title: None,
                 topics: vec![],
                 model: "unknown".into(),

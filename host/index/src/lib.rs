@@ -55,6 +55,10 @@ pub struct ChunkMeta {
     pub platform: String,
     pub agent_id: String,
     pub conversation_id: String,
+    /// The project a coding session belongs to (`project` in the
+    /// frontmatter: Claude Code's working folder); `None` elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     pub topics: Vec<String>,
@@ -87,6 +91,7 @@ pub struct Filter {
     /// Inclusive, epoch seconds.
     pub until: Option<i64>,
     pub conversation_id: Option<String>,
+    pub project: Option<String>,
 }
 
 /// A filter's time bound from RFC 3339 or a date (`YYYY-MM-DD`: its
@@ -225,6 +230,24 @@ pub trait Store: Send + Sync {
     fn keyword(&self, query: &str, k: usize, filter: &Filter) -> Result<Vec<Hit>, IndexError>;
     /// Newest first.
     fn recent(&self, k: usize, filter: &Filter) -> Result<Vec<Hit>, IndexError>;
+    /// True when the store holds chunks written before it kept every
+    /// [`ChunkMeta`] field (an upgraded store: `project` unknown), until
+    /// [`Store::metadata_refreshed`].
+    fn metadata_outdated(&self) -> Result<bool, IndexError> {
+        Ok(false)
+    }
+    /// Rewrites the metadata of the stored chunks among `records` (their
+    /// vectors and documents stay); chunks it does not hold are ignored.
+    fn refresh_metadata(&self, _records: &[ChunkRecord]) -> Result<(), IndexError> {
+        Err(IndexError::Unsupported {
+            store: self.name().to_string(),
+            what: "refreshing metadata",
+        })
+    }
+    /// Every stored chunk's metadata has been refreshed.
+    fn metadata_refreshed(&self) -> Result<(), IndexError> {
+        Ok(())
+    }
 }
 
 /// The pairs a chunk's `turn_range` covers (`"3"` → 3..=3, `"3-4"`).
@@ -251,6 +274,18 @@ pub trait Indexer: Send + Sync {
     fn remove(&self, chunk_ids: &[String]) -> Result<(), IndexError>;
     fn ids(&self) -> Result<BTreeSet<String>, IndexError>;
     fn count(&self) -> Result<u64, IndexError>;
+    /// [`Store::metadata_outdated`].
+    fn metadata_outdated(&self) -> Result<bool, IndexError> {
+        Ok(false)
+    }
+    /// [`Store::refresh_metadata`].
+    fn refresh_metadata(&self, _records: &[ChunkRecord]) -> Result<(), IndexError> {
+        Ok(())
+    }
+    /// [`Store::metadata_refreshed`].
+    fn metadata_refreshed(&self) -> Result<(), IndexError> {
+        Ok(())
+    }
 }
 
 impl<T: Embedder + ?Sized> Embedder for std::sync::Arc<T> {

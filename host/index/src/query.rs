@@ -419,6 +419,18 @@ impl Indexer for Index {
     fn count(&self) -> Result<u64, IndexError> {
         self.store.count()
     }
+
+    fn metadata_outdated(&self) -> Result<bool, IndexError> {
+        self.store.metadata_outdated()
+    }
+
+    fn refresh_metadata(&self, records: &[ChunkRecord]) -> Result<(), IndexError> {
+        self.store.refresh_metadata(records)
+    }
+
+    fn metadata_refreshed(&self) -> Result<(), IndexError> {
+        self.store.metadata_refreshed()
+    }
 }
 
 #[cfg(test)]
@@ -451,6 +463,7 @@ mod tests {
                 platform: "chatgpt".into(),
                 agent_id: "external".into(),
                 conversation_id: id.into(),
+                project: None,
                 title: None,
                 topics: Vec::new(),
                 model: "m".into(),

@@ -308,6 +308,7 @@ mod tests {
                 platform: "local".into(),
                 agent_id: "u".into(),
                 conversation_id: conv.into(),
+                project: None,
                 title: None,
                 topics: Vec::new(),
                 model: "m".into(),

@@ -22,6 +22,7 @@ fn record(id: &str, ts: i64, platform: &str, text: &str) -> ChunkRecord {
             platform: platform.into(),
             agent_id: "external".into(),
             conversation_id: format!("conv-{id}"),
+            project: None,
             title: Some(format!("Title: \"{id}\" ✨")),
             topics: vec!["topic-a".into(), "topic b".into()],
             model: "gpt-4o".into(),

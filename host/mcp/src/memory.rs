@@ -29,6 +29,9 @@ pub struct Entry {
     pub platform: String,
     pub conversation_id: String,
     pub agent_id: String,
+    /// The coding project its session belongs to, when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
     /// When its first exchange happened (RFC 3339, UTC).
     pub time: String,
     /// The chunk file, absolute.
@@ -242,6 +245,7 @@ impl Memory {
             platform: fm.source_platform.clone(),
             conversation_id: fm.conversation_id.clone(),
             agent_id: fm.agent_id.clone(),
+            project: fm.extra.get("project").cloned(),
             time: fm.timestamp.clone(),
             source: self.root.join(&s.rel).display().to_string(),
             score: None,
@@ -255,6 +259,7 @@ impl Memory {
             platform: h.meta.platform,
             conversation_id: h.meta.conversation_id,
             agent_id: h.meta.agent_id,
+            project: h.meta.project,
             time: DateTime::<Utc>::from_timestamp(h.meta.timestamp, 0)
                 .map_or_else(String::new, |t| t.to_rfc3339()),
             source: self.root.join(&h.meta.path).display().to_string(),
@@ -273,8 +278,12 @@ impl Entries {
             out.push_str(&format!("({w})\n\n"));
         }
         for (i, e) in self.entries.iter().enumerate() {
+            let project = e
+                .project
+                .as_deref()
+                .map_or_else(String::new, |p| format!(" · project {p}"));
             out.push_str(&format!(
-                "[{}] {} · {} · {}\nchunk: {} · conversation: {}\nsource: {}\n\n{}\n\n",
+                "[{}] {} · {}{project} · {}\nchunk: {} · conversation: {}\nsource: {}\n\n{}\n\n",
                 i + 1,
                 e.title.as_deref().unwrap_or("(untitled)"),
                 e.platform,
@@ -364,6 +373,7 @@ mod tests {
                 platform: "claude".into(),
                 conversation_id: "conv".into(),
                 agent_id: "me".into(),
+                project: None,
                 time: "2025-03-01T10:00:00+00:00".into(),
                 source: "/r/c-1.md".into(),
                 score: Some(0.5),

@@ -44,6 +44,10 @@ pub struct SearchArgs {
     /// Only chunks of this conversation.
     #[serde(default)]
     pub conversation: Option<String>,
+    /// Only chunks of this project (a coding session's project, as `recent`
+    /// and `search` entries show it).
+    #[serde(default)]
+    pub project: Option<String>,
     /// Only chunks at or after this time (RFC 3339 or YYYY-MM-DD).
     #[serde(default)]
     pub since: Option<String>,
@@ -82,6 +86,9 @@ pub struct RecentArgs {
     pub platform: Option<String>,
     #[serde(default)]
     pub agent: Option<String>,
+    /// Only chunks of this project (a coding session's project).
+    #[serde(default)]
+    pub project: Option<String>,
 }
 
 /// `get_chunk`'s arguments.
@@ -148,7 +155,7 @@ pub fn list(writable: bool) -> Vec<Tool> {
         .annotate(read_only.clone()),
         tool::<RecentArgs, Entries>(
             "recent",
-            "The most recent exchanges in your conversation history, newest first, optionally of one platform or agent.",
+            "The most recent exchanges in your conversation history, newest first, optionally of one platform, agent or project.",
         )
         .annotate(read_only.clone()),
         tool::<ChunkArgs, Entries>(
@@ -189,6 +196,7 @@ pub fn call(memory: &Memory, name: &str, args: Value) -> Result<CallToolResult, 
             let filter = Filter {
                 platform: a.platform,
                 agent_id: a.agent,
+                project: a.project,
                 ..Filter::default()
             };
             memory.recent(a.k.unwrap_or(8), filter).map(entries)
@@ -255,6 +263,7 @@ fn search(memory: &Memory, a: SearchArgs) -> Result<CallToolResult, MemoryError>
         platform: a.platform,
         agent_id: a.agent,
         conversation_id: a.conversation,
+        project: a.project,
         since: bound("since", a.since, false)?,
         until: bound("until", a.until, true)?,
     };

@@ -39,6 +39,7 @@ pub fn index_record(doc: &ChunkDoc, text: &str, path: &str) -> ChunkRecord {
             platform: fm.source_platform.clone(),
             agent_id: fm.agent_id.clone(),
             conversation_id: fm.conversation_id.clone(),
+            project: fm.extra.get("project").cloned(),
             title: fm.conversation_title.clone(),
             topics: fm.topics.clone(),
             model: fm.model_used.clone(),

@@ -50,6 +50,7 @@ pub fn request(args: &SearchArgs) -> Result<SearchRequest, CliError> {
                 .map(|s| parse_time("until", s, true))
                 .transpose()?,
             conversation_id: args.conversation.clone(),
+            project: args.project.clone(),
         },
         k: args.k,
         recency_boost: args.recency_boost,

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use rusqlite::{Connection, OptionalExtension};
 
 use super::SqliteStore;
-use super::schema::{filter_sql, generation, qualified_columns};
+use super::schema::{COLUMN_COUNT, filter_sql, generation, qualified_columns};
 use super::vectors::top_k;
 use crate::bm25::{self, Lengths};
 use crate::rank::{self, ScopeWeights};
@@ -298,7 +298,7 @@ impl SqliteStore {
             k,
             filter,
             // bm25() is lower-is-better and negative; flip it.
-            |r| r.get::<_, f64>(11).map(|rank| (-rank) as f32),
+            |r| r.get::<_, f64>(COLUMN_COUNT).map(|rank| (-rank) as f32),
         )
     }
 

@@ -195,6 +195,33 @@ impl Store for SqliteStore {
         self.keyword_search(query, k, filter)
     }
 
+    fn metadata_outdated(&self) -> Result<bool, IndexError> {
+        let conn = self.conn();
+        Ok(self.meta_get(&conn, schema::METADATA_OUTDATED)?.is_some())
+    }
+
+    fn refresh_metadata(&self, records: &[ChunkRecord]) -> Result<(), IndexError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction().map_err(|e| self.e(e))?;
+        bump_generation(&tx).map_err(|e| self.e(e))?;
+        self.write_metadata(&tx, records)?;
+        tx.commit().map_err(|e| self.e(e))?;
+        drop(conn);
+        // The in-memory rows filter by the old metadata: reload them.
+        self.invalidate();
+        Ok(())
+    }
+
+    fn metadata_refreshed(&self) -> Result<(), IndexError> {
+        self.conn()
+            .execute(
+                "DELETE FROM meta WHERE key = ?1",
+                [schema::METADATA_OUTDATED],
+            )
+            .map(drop)
+            .map_err(|e| self.e(e))
+    }
+
     fn recent(&self, k: usize, filter: &Filter) -> Result<Vec<Hit>, IndexError> {
         let cols = qualified_columns();
         self.select(

@@ -34,6 +34,7 @@ CREATE TABLE IF NOT EXISTS chunks (
     agent_id TEXT NOT NULL,
     conversation_id TEXT NOT NULL,
     title TEXT,
+    project TEXT,
     topics TEXT NOT NULL,
     model TEXT NOT NULL,
     turn_range TEXT NOT NULL,
@@ -63,6 +64,7 @@ pub(super) struct Row {
     pub(super) platform: String,
     pub(super) agent_id: String,
     pub(super) conversation_id: String,
+    pub(super) project: Option<String>,
 }
 
 impl Row {
@@ -72,6 +74,9 @@ impl Row {
             && f.conversation_id
                 .as_ref()
                 .is_none_or(|c| *c == self.conversation_id)
+            && f.project
+                .as_ref()
+                .is_none_or(|p| self.project.as_ref() == Some(p))
             && f.since.is_none_or(|s| self.timestamp >= s)
             && f.until.is_none_or(|u| self.timestamp <= u)
     }
@@ -98,6 +103,31 @@ pub(super) fn bump_generation(tx: &Connection) -> rusqlite::Result<i64> {
     Ok(g)
 }
 
+/// The `meta` key marking a store whose chunks were written before it kept
+/// `project` (see [`crate::Store::metadata_outdated`]).
+pub(super) const METADATA_OUTDATED: &str = "metadata_outdated";
+
+/// Gives a store made before `project` was kept its column (and its
+/// index); when it already holds chunks, their projects are unknown until
+/// the metadata is refreshed from the chunk files.
+fn add_project(conn: &Connection) -> rusqlite::Result<()> {
+    let has: bool = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM pragma_table_info('chunks') WHERE name = 'project')",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has {
+        conn.execute_batch(&format!(
+            "BEGIN IMMEDIATE;
+             ALTER TABLE chunks ADD COLUMN project TEXT;
+             INSERT OR REPLACE INTO meta(key, value)
+               SELECT '{METADATA_OUTDATED}', '1' WHERE EXISTS (SELECT 1 FROM chunks);
+             COMMIT;"
+        ))?;
+    }
+    conn.execute_batch("CREATE INDEX IF NOT EXISTS chunks_project ON chunks(project);")
+}
+
 /// `e`, opening the store at `path`, as another process holding it locked
 /// (a busy store, which a moment cures); `None` for any other error.
 fn busy(path: &Path, e: &rusqlite::Error) -> Option<IndexError> {
@@ -116,7 +146,11 @@ fn busy(path: &Path, e: &rusqlite::Error) -> Option<IndexError> {
 }
 
 /// A hit's columns (its text is not among them: see `fts_table!`).
-const COLUMNS: &str = "chunk_id, timestamp, platform, agent_id, conversation_id, title, topics, model, turn_range, source_file, path";
+const COLUMNS: &str = "chunk_id, timestamp, platform, agent_id, conversation_id, title, topics, model, turn_range, source_file, path, project";
+
+/// How many `COLUMNS` there are: a query's own column after them is at
+/// this index.
+pub(super) const COLUMN_COUNT: usize = 12;
 
 fn hit_from_row(r: &rusqlite::Row<'_>, score: f32) -> rusqlite::Result<Hit> {
     let topics: String = r.get(6)?;
@@ -134,6 +168,7 @@ fn hit_from_row(r: &rusqlite::Row<'_>, score: f32) -> rusqlite::Result<Hit> {
             turn_range: r.get(8)?,
             source_file: r.get(9)?,
             path: r.get(10)?,
+            project: r.get(11)?,
         },
         document: String::new(),
     })
@@ -155,6 +190,10 @@ pub(super) fn filter_sql(f: &Filter) -> (String, Vec<rusqlite::types::Value>) {
     if let Some(c) = &f.conversation_id {
         sql.push_str(" AND c.conversation_id = ?");
         args.push(Value::Text(c.clone()));
+    }
+    if let Some(p) = &f.project {
+        sql.push_str(" AND c.project = ?");
+        args.push(Value::Text(p.clone()));
     }
     if let Some(s) = f.since {
         sql.push_str(" AND c.timestamp >= ?");
@@ -198,6 +237,7 @@ impl SqliteStore {
         })?;
         let other = |e: rusqlite::Error| busy(path, &e).unwrap_or_else(|| err(path, e));
         contentless(&conn).map_err(other)?;
+        add_project(&conn).map_err(other)?;
         tune_merges(&conn).map_err(other)?;
         let reader = Connection::open(path).map_err(|e| err(path, e))?;
         reader
@@ -304,16 +344,16 @@ impl SqliteStore {
             // per chunk: most of an import's page faults).
             let mut insert = tx
                 .prepare_cached(
-                    "INSERT INTO chunks (chunk_id, timestamp, platform, agent_id, conversation_id, title, topics, model, turn_range, source_file, path, embedding)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                    "INSERT INTO chunks (chunk_id, timestamp, platform, agent_id, conversation_id, title, topics, model, turn_range, source_file, path, embedding, project)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
                 )
                 .map_err(|e| self.e(e))?;
             let mut update = tx
                 .prepare_cached(
                     "UPDATE chunks SET chunk_id = ?1, timestamp = ?2, platform = ?3, agent_id = ?4,
                        conversation_id = ?5, title = ?6, topics = ?7, model = ?8, turn_range = ?9,
-                       source_file = ?10, path = ?11, embedding = ?12
-                     WHERE id = ?13",
+                       source_file = ?10, path = ?11, embedding = ?12, project = ?13
+                     WHERE id = ?14",
                 )
                 .map_err(|e| self.e(e))?;
             for (r, v) in records.iter().zip(vectors) {
@@ -336,6 +376,7 @@ impl SqliteStore {
                     m.source_file,
                     m.path,
                     super::to_blob(v),
+                    m.project,
                 ];
                 let id: i64 = match &old {
                     Some(id) => {
@@ -367,6 +408,7 @@ impl SqliteStore {
                         platform: m.platform.clone(),
                         agent_id: m.agent_id.clone(),
                         conversation_id: m.conversation_id.clone(),
+                        project: m.project.clone(),
                     },
                     v.as_slice(),
                 ));
@@ -377,6 +419,46 @@ impl SqliteStore {
             unindex,
             index,
         })
+    }
+}
+
+impl SqliteStore {
+    /// Rewrites the metadata columns of the stored chunks among `records`
+    /// in the transaction `tx` (vectors and keyword index untouched).
+    pub(super) fn write_metadata(
+        &self,
+        tx: &Connection,
+        records: &[ChunkRecord],
+    ) -> Result<(), IndexError> {
+        let mut update = tx
+            .prepare_cached(
+                "UPDATE chunks SET timestamp = ?2, platform = ?3, agent_id = ?4,
+                   conversation_id = ?5, title = ?6, topics = ?7, model = ?8, turn_range = ?9,
+                   source_file = ?10, path = ?11, project = ?12
+                 WHERE chunk_id = ?1",
+            )
+            .map_err(|e| self.e(e))?;
+        for r in records {
+            let m = &r.meta;
+            let topics = serde_json::to_string(&m.topics).unwrap_or_else(|_| "[]".into());
+            update
+                .execute(params![
+                    r.chunk_id,
+                    m.timestamp,
+                    m.platform,
+                    m.agent_id,
+                    m.conversation_id,
+                    m.title,
+                    topics,
+                    m.model,
+                    m.turn_range,
+                    m.source_file,
+                    m.path,
+                    m.project,
+                ])
+                .map_err(|e| self.e(e))?;
+        }
+        Ok(())
     }
 }
 

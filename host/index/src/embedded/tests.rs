@@ -21,6 +21,7 @@ pub(crate) fn rec(id: &str, ts: i64, platform: &str, agent: &str, text: &str) ->
             platform: platform.into(),
             agent_id: agent.into(),
             conversation_id: format!("conv-{id}"),
+            project: None,
             title: Some(format!("Title {id}")),
             topics: vec!["t".into()],
             model: "m".into(),
@@ -816,4 +817,69 @@ fn reads_while_writing_from_other_threads() {
     assert_eq!(ix.count().unwrap(), 201);
     let e: &dyn Embedder = ix.embedder.as_ref();
     assert_eq!(e.dim(), 384);
+}
+
+#[test]
+fn project_scopes_every_search_and_an_older_store_learns_it_from_a_refresh() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index.sqlite3");
+    let in_project = |id: &str, project: Option<&str>, text: &str| {
+        let mut r = rec(id, 1, "claude-code", "external", text);
+        r.meta.project = project.map(str::to_string);
+        r
+    };
+    let records = [
+        in_project("a", Some("bakery"), "tuning the oven timer code"),
+        in_project("b", Some("garden"), "tuning the sprinkler timer code"),
+        in_project("c", None, "tuning a guitar"),
+    ];
+    let scoped = |ix: &Index, mode: Mode| {
+        let mut q = SearchRequest::new("tuning timer code");
+        q.mode = mode;
+        q.filter.project = Some("bakery".into());
+        ids(&ix.search(&q).unwrap())
+            .into_iter()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    {
+        let ix = index(dir.path());
+        ix.index(&records).unwrap();
+        for mode in [Mode::Keyword, Mode::Semantic, Mode::Hybrid, Mode::Recent] {
+            assert_eq!(scoped(&ix, mode), ["a"], "{mode:?}");
+        }
+        assert!(!ix.metadata_outdated().unwrap(), "a new store is current");
+    }
+    // What a store written before `project` was kept looks like.
+    Connection::open(&path)
+        .unwrap()
+        .execute_batch("DROP INDEX chunks_project; ALTER TABLE chunks DROP COLUMN project;")
+        .unwrap();
+    let ix = index(dir.path());
+    assert!(ix.metadata_outdated().unwrap());
+    for mode in [Mode::Keyword, Mode::Semantic, Mode::Recent] {
+        assert!(
+            scoped(&ix, mode).is_empty(),
+            "{mode:?}: projects unknown yet"
+        );
+    }
+    ix.refresh_metadata(&records).unwrap();
+    ix.metadata_refreshed().unwrap();
+    for mode in [Mode::Keyword, Mode::Semantic, Mode::Hybrid, Mode::Recent] {
+        assert_eq!(scoped(&ix, mode), ["a"], "{mode:?} after the refresh");
+    }
+    drop(ix);
+    assert!(!index(dir.path()).metadata_outdated().unwrap());
+    let hit = index(dir.path())
+        .search(&SearchRequest::new("oven"))
+        .unwrap();
+    assert_eq!(hit.hits[0].meta.project.as_deref(), Some("bakery"));
+}
+
+#[test]
+fn column_count_counts_the_hit_columns() {
+    assert_eq!(
+        super::schema::qualified_columns().split(", ").count(),
+        super::schema::COLUMN_COUNT
+    );
 }

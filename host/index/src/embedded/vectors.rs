@@ -64,7 +64,7 @@ impl Vectors {
             ..Self::default()
         };
         let mut stmt = tx.prepare(
-            "SELECT id, timestamp, platform, agent_id, conversation_id, embedding FROM chunks ORDER BY id",
+            "SELECT id, timestamp, platform, agent_id, conversation_id, embedding, project FROM chunks ORDER BY id",
         )?;
         let mut rows = stmt.query([])?;
         let mut f = Vec::with_capacity(dim);
@@ -83,6 +83,7 @@ impl Vectors {
                 platform: r.get(2)?,
                 agent_id: r.get(3)?,
                 conversation_id: r.get(4)?,
+                project: r.get(6)?,
             });
             let scale = quantize(&f, &mut v.codes);
             v.scales.push(scale);

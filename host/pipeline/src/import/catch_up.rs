@@ -18,10 +18,37 @@ pub(super) fn catch_up_into(
     summary: &mut Summary,
     failure: &mut IndexFailure,
 ) {
-    match catch_up(indexer, manifest, out_dir) {
+    let refreshed = refresh_metadata(indexer, manifest, out_dir);
+    match refreshed.and_then(|()| catch_up(indexer, manifest, out_dir)) {
         Ok(n) => summary.chunks_indexed += n,
         Err(e) => *failure = Some((0, e)),
     }
+}
+
+/// Records per metadata rewrite.
+const REFRESH_BATCH: usize = 1000;
+
+/// Rewrites the metadata of an index written before it kept every field
+/// (`project`), from the chunk files, once: vectors and keyword index stay.
+fn refresh_metadata(
+    indexer: &dyn Indexer,
+    manifest: &Manifest,
+    out_dir: &std::path::Path,
+) -> Result<(), chatmill_index::IndexError> {
+    if !indexer.metadata_outdated()? {
+        return Ok(());
+    }
+    tracing::info!("the index predates `project`: refreshing its metadata from the chunk files");
+    let mut batch = Vec::with_capacity(REFRESH_BATCH);
+    for s in ChunkStore::new(out_dir).find(manifest.chunk_ids()) {
+        batch.push(s.record());
+        if batch.len() == REFRESH_BATCH {
+            indexer.refresh_metadata(&batch)?;
+            batch.clear();
+        }
+    }
+    indexer.refresh_metadata(&batch)?;
+    indexer.metadata_refreshed()
 }
 
 /// Indexes the chunks the manifest has and the index lacks (a killed run,
