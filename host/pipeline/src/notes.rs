@@ -133,6 +133,21 @@ fn first_turn(s: &Scanned) -> u32 {
         .unwrap_or(0)
 }
 
+/// Untrusted text (a title, a header) as inert Markdown: bidi and control
+/// characters written as visible escapes (`\u{202e}`), and the backslash
+/// and `[ ] < >` escaped, so it makes no link, embed or HTML in a note.
+fn inert(text: &str) -> String {
+    let shown = chatmill_model::visible::visible(text);
+    let mut out = String::with_capacity(shown.len() + 8);
+    for c in shown.chars() {
+        if matches!(c, '\\' | '[' | ']' | '<' | '>') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// `text` on one line, as a heading holds it.
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -173,7 +188,7 @@ pub fn render(key: &str, chunks: &[&Scanned]) -> Result<Option<String>, NoteErro
     }
     out.push_str(&format!(
         "---\n\n# {}\n\n{} · {} → {} · {} chunks. Written by chatmill from the chunk files; edits here are overwritten.\n",
-        one_line(&title),
+        inert(&one_line(&title)),
         fm.source_platform,
         day(&front.first_timestamp),
         day(&front.last_timestamp),
@@ -190,7 +205,7 @@ pub fn render(key: &str, chunks: &[&Scanned]) -> Result<Option<String>, NoteErro
         ));
         for line in s.doc.context.trim().lines() {
             out.push_str(if line.is_empty() { ">" } else { "> " });
-            out.push_str(line);
+            out.push_str(&inert(line));
             out.push('\n');
         }
         out.push_str(&format!("\n[chunk file](../{})\n", s.rel));
@@ -326,13 +341,30 @@ pub fn refresh(
     key: &str,
     new_files: &[String],
 ) -> Result<bool, NoteError> {
+    refresh_with(
+        &mut Finder::new(root.chunks()),
+        root,
+        manifest,
+        key,
+        new_files,
+    )
+}
+
+/// [`refresh`] with a finder shared by the conversations of one update (a
+/// scan of the root, when one is needed, is made once).
+fn refresh_with(
+    finder: &mut Finder<'_>,
+    root: &Root,
+    manifest: &mut Manifest,
+    key: &str,
+    new_files: &[String],
+) -> Result<bool, NoteError> {
     let Some(record) = manifest.conversations.get(key) else {
         return Ok(false);
     };
     if record.chunk_ids.is_empty() {
         return Ok(false);
     }
-    let mut finder = Finder::new(root.chunks());
     if let Some(old) = record
         .note
         .as_deref()
@@ -413,8 +445,9 @@ impl Notes {
             .map(|(k, _)| k.clone())
             .collect();
         let mut written = 0;
+        let mut finder = Finder::new(root.chunks());
         for key in due {
-            match refresh(root, manifest, &key, &[]) {
+            match refresh_with(&mut finder, root, manifest, &key, &[]) {
                 Ok(wrote) => written += usize::from(wrote),
                 Err(e) => tracing::warn!("{e}"),
             }
@@ -587,6 +620,14 @@ mod tests {
                 .is_ok()
             );
         }
+    }
+
+    #[test]
+    fn untrusted_text_is_inert_in_a_note() {
+        assert_eq!(
+            inert("see [[x]] <b>a\\b</b> \u{202E}gpj"),
+            "see \\[\\[x\\]\\] \\<b\\>a\\\\b\\</b\\> \\\\u{202e}gpj"
+        );
     }
 
     #[test]
