@@ -14,6 +14,7 @@ mod hostile;
 mod import;
 mod mcp;
 mod normalization;
+mod notes;
 mod parse;
 mod real_exports;
 mod reliability;

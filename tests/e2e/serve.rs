@@ -462,6 +462,13 @@ fn a_queued_header_backfill_survives_a_restart_and_completes() {
         assert!(started.elapsed() < Duration::from_secs(60), "{h}");
         std::thread::sleep(Duration::from_millis(50));
     }
+    // The session's note quotes the new header.
+    let notes: Vec<_> = std::fs::read_dir(root.join("conversations"))
+        .unwrap()
+        .collect();
+    assert_eq!(notes.len(), 1);
+    let note = std::fs::read_to_string(notes[0].as_ref().unwrap().path()).unwrap();
+    assert!(note.contains("> MODEL-HEADER"), "{note}");
     // Re-indexed under the same id with the new header.
     let s = c.call(
         "search",

@@ -221,5 +221,12 @@ fn apply(
         // --repair` brings the index along. Not worth another model call.
         tracing::warn!("backfilled `{}` but could not re-index it", entry.chunk_id);
     }
+    // The conversation's note quotes the header; `chatmill verify --repair`
+    // writes one that could not be written now.
+    let fm = &doc.frontmatter;
+    let root = crate::root::Root::new(root);
+    if let Err(e) = crate::notes::rewrite(&root, &fm.source_platform, &fm.conversation_id) {
+        tracing::warn!("{e}");
+    }
     true
 }

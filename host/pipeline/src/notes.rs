@@ -365,6 +365,19 @@ fn refresh_with(
     if record.chunk_ids.is_empty() {
         return Ok(false);
     }
+    let found = chunks_of(finder, root, record, new_files);
+    let chunks: Vec<&Scanned> = found.iter().collect();
+    write_named(root, manifest, key, &chunks)
+}
+
+/// The chunk files of `record` that are there, in its order: found by
+/// `finder`, with those its note lists and `new_files` as hints.
+fn chunks_of(
+    finder: &mut Finder<'_>,
+    root: &Root,
+    record: &ConversationRecord,
+    new_files: &[String],
+) -> Vec<Scanned> {
     if let Some(old) = record
         .note
         .as_deref()
@@ -373,14 +386,33 @@ fn refresh_with(
         finder.hint(listed(&old));
     }
     finder.hint(new_files.iter().cloned());
-    let found: Vec<Scanned> = record
+    record
         .chunk_ids
-        .clone()
         .iter()
         .filter_map(|id| finder.find(id))
-        .collect();
-    let chunks: Vec<&Scanned> = found.iter().collect();
-    write_named(root, manifest, key, &chunks)
+        .collect()
+}
+
+/// Writes the note of the conversation `platform:conversation_id` again
+/// after one of its chunk files changed in place (a backfilled header),
+/// when it has a note: the manifest (read, not changed) names it.
+pub fn rewrite(root: &Root, platform: &str, conversation_id: &str) -> Result<bool, NoteError> {
+    let key = crate::manifest::conversation_key(platform, conversation_id);
+    let manifest = Manifest::load(&root.manifest()).map_err(|e| NoteError::Render {
+        key: key.clone(),
+        message: e.to_string(),
+    })?;
+    let Some(record) = manifest.conversations.get(&key) else {
+        return Ok(false);
+    };
+    let Some(name) = record.note.as_deref() else {
+        return Ok(false);
+    };
+    let found = chunks_of(&mut Finder::new(root.chunks()), root, record, &[]);
+    match render(&key, &found.iter().collect::<Vec<_>>())? {
+        Some(text) => write_note(root, name, &text),
+        None => Ok(false),
+    }
 }
 
 /// Renders and writes `key`'s note from `chunks`, naming it if needed.
