@@ -14,6 +14,11 @@
 //! A turn already recorded (same session and turn index) is answered with
 //! the chunk it made, and nothing is written. One writer at a time on the
 //! root ([`RootLock`]), so an import may run beside the server.
+//!
+//! Turns that arrive together are written as one batch
+//! ([`InlineWriter::turns`]): each step above is taken for all of them
+//! before the next (one lock, one sync of the raw logs, one embedding call,
+//! one manifest save), in the order they came, with an answer per turn.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
@@ -22,7 +27,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chatmill_adapter_markdown::{RawLogEntry, parse_raw_log, render_raw_log_entry};
-use chatmill_index::Indexer;
+use chatmill_index::{ChunkRecord, Indexer};
 use chatmill_model::{Conversation, Pair, Part};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -33,7 +38,6 @@ use crate::lock::{LockError, RootLock};
 use crate::manifest::{Manifest, ManifestError, conversation_key, stamp};
 use crate::processor::{Naming, ProcessError, Processor, ProcessorConfig, Written};
 use crate::root::Root;
-use crate::sink::{ChunkSink, IndexSink};
 use crate::title::names_conversation;
 
 /// One finished exchange.
@@ -96,13 +100,28 @@ pub enum InlineError {
     Lock(#[from] LockError),
     #[error(transparent)]
     Backfill(#[from] crate::backfill::BackfillError),
+    /// One failure shared by the turns of a batch.
+    #[error(transparent)]
+    Batch(Arc<InlineError>),
 }
 
 impl InlineError {
     /// Whether the caller sent something wrong (as opposed to a server-side
     /// failure).
     pub fn is_client_error(&self) -> bool {
-        matches!(self, Self::Session(_) | Self::Turn(_))
+        match self {
+            Self::Batch(e) => e.is_client_error(),
+            e => matches!(e, Self::Session(_) | Self::Turn(_)),
+        }
+    }
+
+    /// Whether another writer (an import) held the root too long: the
+    /// turn may be sent again.
+    pub fn is_busy(&self) -> bool {
+        match self {
+            Self::Batch(e) => e.is_busy(),
+            e => matches!(e, Self::Lock(_)),
+        }
     }
 }
 
@@ -171,27 +190,130 @@ impl InlineWriter {
         Root::new(&self.root).raw_log(session)
     }
 
-    /// Processes one turn; see the module docs.
+    /// Processes one turn; see the module docs. A batch of one.
     pub fn turn(&mut self, t: &Turn) -> Result<Ack, InlineError> {
-        check(t)?;
-        let _lock = RootLock::acquire(&self.root, self.lock_timeout)?;
+        self.turns(std::slice::from_ref(t))
+            .pop()
+            .expect("one answer per turn")
+    }
+
+    /// Processes turns that arrived together, in their order, as
+    /// [`InlineWriter::turn`] would one after another, with the work they
+    /// share done once: one root lock, one fsync per raw log, one embedding
+    /// call and one index write for all their chunks, one manifest save.
+    /// The order stays: raw logs durable → chunk files → index → manifest;
+    /// only then is an answer `Ok`. Each turn gets its own answer (in the
+    /// order given): one bad turn fails alone.
+    pub fn turns(&mut self, turns: &[Turn]) -> Vec<Result<Ack, InlineError>> {
+        let mut steps: Vec<Step> = turns
+            .iter()
+            .map(|t| match check(t) {
+                Ok(()) => Step::Checked,
+                Err(e) => Step::Done(Err(e)),
+            })
+            .collect();
+        if steps.iter().any(|s| matches!(s, Step::Checked)) {
+            match self.lock() {
+                Ok(_lock) => {
+                    // 1. The raw logs; 2. the chunks; 3. the index;
+                    // 4. the manifest, all under the lock.
+                    self.log_raw(turns, &mut steps);
+                    self.chunk(turns, &mut steps);
+                    self.index_chunks(&mut steps);
+                    self.record(&mut steps);
+                }
+                Err(e) => fail_all(&mut steps, e, |s| matches!(s, Step::Checked)),
+            }
+        }
+        answers(steps)
+    }
+
+    /// Takes the root lock, and reads the manifest again when another
+    /// writer (an import) saved it meanwhile.
+    fn lock(&mut self) -> Result<RootLock, InlineError> {
+        let lock = RootLock::acquire(&self.root, self.lock_timeout)?;
         let manifest_path = Root::new(&self.root).manifest();
         let now = stamp(&manifest_path);
         if now != self.manifest_stamp {
             self.manifest = Manifest::load(&manifest_path)?;
             self.manifest_stamp = now;
         }
-        let key = conversation_key("local", &t.session_id);
-        if let Some(ack) = self.recorded(&key, t.turn_index) {
-            return Ok(ack);
+        Ok(lock)
+    }
+
+    /// Step 1: appends each new turn to its session's raw log, then makes
+    /// every log written durable (one fsync per file). A turn the manifest
+    /// already records is answered as a resend and logs nothing.
+    fn log_raw(&mut self, turns: &[Turn], steps: &mut [Step]) {
+        // Per session: a handle on its log, to sync once.
+        let mut appended: HashMap<&str, (PathBuf, fs_err::File)> = HashMap::new();
+        for (t, step) in turns.iter().zip(steps.iter_mut()) {
+            if !matches!(step, Step::Checked) {
+                continue;
+            }
+            let key = conversation_key("local", &t.session_id);
+            if let Some(ack) = self.recorded(&key, t.turn_index) {
+                *step = Step::Done(Ok(ack));
+                continue;
+            }
+            let time = t.timestamp.unwrap_or_else(Utc::now);
+            // Whole seconds, as the raw log keeps them: a re-import of the
+            // log must give the same chunk.
+            let time = DateTime::from_timestamp(time.timestamp(), 0).unwrap_or(time);
+            *step = match self.append_raw(t, time) {
+                Ok(file) => {
+                    if let Some(file) = file {
+                        appended.insert(t.session_id.as_str(), file);
+                    }
+                    Step::Logged(time)
+                }
+                Err(e) => Step::Done(Err(e)),
+            };
         }
-        let time = t.timestamp.unwrap_or_else(Utc::now);
-        // Whole seconds, as the raw log keeps them: a re-import of the log
-        // must give the same chunk.
-        let time = DateTime::from_timestamp(time.timestamp(), 0).unwrap_or(time);
-        // 1. The raw log (unless a crash after this step left it there).
-        self.append_raw(t, time)?;
-        // 2. The chunk, with the same processor as batch import.
+        let synced = sync_logs(&appended);
+        for (session, (path, _)) in appended {
+            let Some(e) = synced.get(session) else {
+                continue;
+            };
+            // Every turn of that session waits for this sync: none is
+            // chunked from a log that may not be on disk.
+            for (t, step) in turns.iter().zip(steps.iter_mut()) {
+                if t.session_id == session && matches!(step, Step::Logged(_)) {
+                    *step = Step::Done(Err(InlineError::RawLog {
+                        path: path.clone(),
+                        source: std::io::Error::new(e.kind(), e.to_string()),
+                    }));
+                }
+            }
+        }
+    }
+
+    /// Step 2: chunks each logged turn with the same processor as batch
+    /// import, in order (a session's turns follow each other), and
+    /// commits it to the manifest in memory.
+    fn chunk(&mut self, turns: &[Turn], steps: &mut [Step]) {
+        for (t, step) in turns.iter().zip(steps.iter_mut()) {
+            let Step::Logged(time) = *step else { continue };
+            let key = conversation_key("local", &t.session_id);
+            // The same turn earlier in this batch.
+            if let Some(ack) = self.recorded(&key, t.turn_index) {
+                *step = Step::Done(Ok(ack));
+                continue;
+            }
+            *step = match self.chunk_turn(t, time, &key) {
+                Ok(step) => step,
+                Err(e) => Step::Done(Err(e)),
+            };
+        }
+    }
+
+    /// One turn's chunk, written and committed to the manifest in memory.
+    fn chunk_turn(
+        &mut self,
+        t: &Turn,
+        time: DateTime<Utc>,
+        key: &str,
+    ) -> Result<Step, InlineError> {
         let conv = conversation_of(t, time);
         let cfg = ProcessorConfig {
             naming: Naming::Inline,
@@ -200,7 +322,7 @@ impl InlineWriter {
             render: Default::default(),
             chunker: Default::default(),
         };
-        let mut processor = Processor::for_ids(cfg, self.header.as_ref(), &self.manifest, &key);
+        let mut processor = Processor::for_ids(cfg, self.header.as_ref(), &self.manifest, key);
         let session = self
             .sessions
             .get_mut(&t.session_id)
@@ -215,12 +337,14 @@ impl InlineWriter {
         )?;
         session.previous = prepared.previous.clone();
         let outcome = processor.commit(prepared, &mut self.manifest);
-        let Some(w) = outcome.written.into_iter().next() else {
+        Ok(match outcome.written.into_iter().next() {
+            Some(written) => Step::Chunk {
+                written: Box::new(written),
+                indexed: false,
+            },
             // Nothing written (a mechanical exchange, a duplicate): how far
             // the session is chunked is still recorded.
-            self.manifest.save(&manifest_path)?;
-            self.manifest_stamp = stamp(&manifest_path);
-            return Ok(Ack {
+            None => Step::Nothing(Ack {
                 chunk_id: None,
                 path: None,
                 indexed: false,
@@ -228,23 +352,65 @@ impl InlineWriter {
                 excluded: (outcome.excluded > 0)
                     .then(|| "a mechanical exchange (greeting, thanks, ok)".to_string()),
                 header_pending: false,
-            });
-        };
-        // 3. The index; 4. the manifest (after the chunk is durable).
-        let indexed = self.index(&w);
-        self.manifest.save(&manifest_path)?;
-        self.manifest_stamp = stamp(&manifest_path);
-        if w.header_pending {
-            Queue::push_persisted(&self.root, &w.chunk_id, &w.record.meta.path)?;
-        }
-        Ok(Ack {
-            header_pending: w.header_pending,
-            chunk_id: Some(w.chunk_id),
-            path: Some(w.path),
-            indexed,
-            duplicate: false,
-            excluded: None,
+            }),
         })
+    }
+
+    /// Step 3: indexes every chunk of the batch in one call (one embedding
+    /// call, one store transaction). When that fails, each chunk is tried
+    /// alone, so that one the index refuses does not hold back the others.
+    /// The chunk file is the source of truth: the next import or `chatmill
+    /// verify --repair` indexes one the index did not take.
+    fn index_chunks(&self, steps: &mut [Step]) {
+        let Some(ix) = &self.indexer else {
+            return;
+        };
+        let mut chunks: Vec<(&Written, &mut bool)> = steps
+            .iter_mut()
+            .filter_map(|s| match s {
+                Step::Chunk { written, indexed } => Some((&**written, indexed)),
+                _ => None,
+            })
+            .collect();
+        if chunks.is_empty() {
+            return;
+        }
+        let records: Vec<ChunkRecord> = chunks.iter().map(|(w, _)| w.record.clone()).collect();
+        if ix.index(&records).is_ok() {
+            for (_, indexed) in &mut chunks {
+                **indexed = true;
+            }
+            return;
+        }
+        for (w, indexed) in chunks {
+            match ix.index(std::slice::from_ref(&w.record)) {
+                Ok(()) => *indexed = true,
+                Err(e) => tracing::warn!("chunk `{}` written but not indexed: {e}", w.chunk_id),
+            }
+        }
+    }
+
+    /// Step 4: saves the manifest once for the batch (after the chunk files
+    /// are durable), then queues the stand-in headers for backfill.
+    fn record(&mut self, steps: &mut [Step]) {
+        let committed = |s: &Step| matches!(s, Step::Nothing(_) | Step::Chunk { .. });
+        if !steps.iter().any(committed) {
+            return;
+        }
+        let manifest_path = Root::new(&self.root).manifest();
+        if let Err(e) = self.manifest.save(&manifest_path) {
+            fail_all(steps, e.into(), committed);
+            return;
+        }
+        self.manifest_stamp = stamp(&manifest_path);
+        for step in steps.iter_mut() {
+            if let Step::Chunk { written: w, .. } = step
+                && w.header_pending
+                && let Err(e) = Queue::push_persisted(&self.root, &w.chunk_id, &w.record.meta.path)
+            {
+                *step = Step::Done(Err(e.into()));
+            }
+        }
     }
 
     /// The answer for a turn the manifest already records (a resend).
@@ -270,8 +436,13 @@ impl InlineWriter {
     }
 
     /// Appends the turn to its session's raw log, unless the log has it (a
-    /// crash after this step); the session is known afterwards.
-    fn append_raw(&mut self, t: &Turn, time: DateTime<Utc>) -> Result<(), InlineError> {
+    /// crash after this step); the session is known afterwards. The log and
+    /// a handle on it, to be synced, when it was appended to.
+    fn append_raw(
+        &mut self,
+        t: &Turn,
+        time: DateTime<Utc>,
+    ) -> Result<Option<(PathBuf, fs_err::File)>, InlineError> {
         let raw_path = self
             .raw_log(&t.session_id)
             .map_err(|source| InlineError::RawLog {
@@ -301,7 +472,7 @@ impl InlineWriter {
             session.first_request = Some(t.user.clone());
         }
         if session.raw_turn >= t.turn_index {
-            return Ok(());
+            return Ok(None);
         }
         let entry = render_raw_log_entry(&RawLogEntry {
             timestamp: Some(chatmill_adapter_sdk::Timestamp {
@@ -313,38 +484,20 @@ impl InlineWriter {
             user: t.user.clone(),
             assistant: t.assistant.clone(),
         });
-        let append = || -> std::io::Result<()> {
+        let append = || -> std::io::Result<fs_err::File> {
             let mut f = fs_err::OpenOptions::new()
                 .create(true)
                 .append(true)
                 .open(&raw_path)?;
             f.write_all(entry.as_bytes())?;
-            f.sync_data()
+            Ok(f)
         };
-        append().map_err(|source| InlineError::RawLog {
+        let file = append().map_err(|source| InlineError::RawLog {
             path: raw_path.clone(),
             source,
         })?;
         session.raw_turn = t.turn_index;
-        Ok(())
-    }
-
-    /// Indexes the turn's chunk; whether the index took it. The chunk file
-    /// is the source of truth: the next import or `chatmill verify
-    /// --repair` indexes one the index did not take.
-    fn index(&self, w: &Written) -> bool {
-        let Some(ix) = &self.indexer else {
-            return false;
-        };
-        let sink = IndexSink::new(ix.as_ref());
-        sink.committed(w.clone());
-        match sink.finish().failure {
-            None => true,
-            Some((_, e)) => {
-                tracing::warn!("chunk `{}` written but not indexed: {e}", w.chunk_id);
-                false
-            }
-        }
+        Ok(Some((raw_path, file)))
     }
 }
 
@@ -389,6 +542,101 @@ fn conversation_of(t: &Turn, time: DateTime<Utc>) -> Conversation {
         }],
         skipped: BTreeMap::new(),
     }
+}
+
+/// Makes the raw logs appended to durable: one fsync for one log, one
+/// `syncfs` for several (a sync is a journal commit either way). The
+/// sessions whose log may not be on disk, with why.
+fn sync_logs<'s>(
+    appended: &HashMap<&'s str, (PathBuf, fs_err::File)>,
+) -> HashMap<&'s str, std::io::Error> {
+    let failed = |e: std::io::Error| {
+        appended
+            .keys()
+            .map(|&s| (s, std::io::Error::new(e.kind(), e.to_string())))
+            .collect()
+    };
+    match appended.len() {
+        0 => HashMap::new(),
+        1 => {
+            let (_, file) = appended.values().next().expect("one");
+            file.sync_data().map_or_else(failed, |()| HashMap::new())
+        }
+        _ => {
+            let (_, file) = appended.values().next().expect("several");
+            rustix::fs::syncfs(file.file()).map_or_else(|e| failed(e.into()), |()| HashMap::new())
+        }
+    }
+}
+
+/// Where one turn of a batch stands.
+enum Step {
+    /// Answered: refused, a resend, or failed.
+    Done(Result<Ack, InlineError>),
+    /// Valid; waiting for the lock.
+    Checked,
+    /// In its raw log, durable; the time it is chunked with.
+    Logged(DateTime<Utc>),
+    /// Committed to the manifest in memory, with no chunk.
+    Nothing(Ack),
+    /// Committed with this chunk; whether the index took it.
+    Chunk {
+        written: Box<Written>,
+        indexed: bool,
+    },
+}
+
+/// Every turn whose step `which` matches fails with `e` (one failure of
+/// the batch: the lock, the manifest).
+fn fail_all(steps: &mut [Step], e: InlineError, which: impl Fn(&Step) -> bool) {
+    let mut hit: Vec<&mut Step> = steps.iter_mut().filter(|s| which(s)).collect();
+    if let [one] = hit.as_mut_slice() {
+        **one = Step::Done(Err(e));
+        return;
+    }
+    let e = Arc::new(e);
+    for step in hit {
+        *step = Step::Done(Err(InlineError::Batch(Arc::clone(&e))));
+    }
+}
+
+/// Each turn's answer, in order.
+fn answers(steps: Vec<Step>) -> Vec<Result<Ack, InlineError>> {
+    // For a resend of a turn chunked earlier in the same batch.
+    let indexed: HashMap<String, bool> = steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Chunk { written, indexed } => Some((written.chunk_id.clone(), *indexed)),
+            _ => None,
+        })
+        .collect();
+    steps
+        .into_iter()
+        .map(|step| match step {
+            Step::Done(Ok(mut ack)) => {
+                if let Some(&took) = ack.chunk_id.as_ref().and_then(|id| indexed.get(id)) {
+                    ack.indexed = took;
+                }
+                Ok(ack)
+            }
+            Step::Done(answer) => answer,
+            Step::Nothing(ack) => Ok(ack),
+            Step::Chunk {
+                written: w,
+                indexed,
+            } => Ok(Ack {
+                header_pending: w.header_pending,
+                chunk_id: Some(w.chunk_id),
+                path: Some(w.path),
+                indexed,
+                duplicate: false,
+                excluded: None,
+            }),
+            Step::Checked | Step::Logged(_) => {
+                unreachable!("each step of `turns` moves every turn it takes on")
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -524,5 +772,199 @@ mod tests {
         let mut t = turn(0, "a question");
         t.session_id = "s1".into();
         assert!(w.turn(&t).unwrap_err().is_client_error());
+    }
+
+    /// The lexical stand-in, counting the texts of each call, failing any
+    /// call with a text that contains `poison`.
+    struct Counting {
+        inner: chatmill_index::Lexical,
+        calls: std::sync::Mutex<Vec<usize>>,
+        poison: &'static str,
+    }
+
+    impl chatmill_index::Embedder for Counting {
+        fn id(&self) -> &str {
+            self.inner.id()
+        }
+        fn dim(&self) -> usize {
+            self.inner.dim()
+        }
+        fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, chatmill_index::IndexError> {
+            self.calls.lock().unwrap().push(texts.len());
+            if texts.iter().any(|t| t.contains(self.poison)) {
+                return Err(chatmill_index::IndexError::Embed {
+                    model: "counting".into(),
+                    message: "poisoned text".into(),
+                    hint: None,
+                });
+            }
+            self.inner.embed(texts)
+        }
+    }
+
+    fn indexed_writer(
+        root: &Path,
+        poison: &'static str,
+    ) -> (InlineWriter, Arc<Counting>, Arc<chatmill_index::Index>) {
+        let embedder = Arc::new(Counting {
+            inner: chatmill_index::Lexical::default(),
+            calls: Default::default(),
+            poison,
+        });
+        let store =
+            chatmill_index::SqliteStore::open(&root.join(".chatmill/index.sqlite3")).unwrap();
+        let index = Arc::new(chatmill_index::Index::new(
+            Arc::new(store),
+            embedder.clone(),
+        ));
+        let w = InlineWriter::open(root, Arc::new(ExtractiveWriter), Some(index.clone())).unwrap();
+        (w, embedder, index)
+    }
+
+    fn in_session(session: &str, i: u32, user: &str) -> Turn {
+        Turn {
+            session_id: session.into(),
+            ..turn(i, user)
+        }
+    }
+
+    /// The Markdown files in `dir` (name → bytes).
+    fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+        let mut out = BTreeMap::new();
+        for e in fs_err::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_file() && p.extension().is_some_and(|x| x == "md") {
+                out.insert(
+                    p.strip_prefix(dir).unwrap().to_path_buf(),
+                    std::fs::read(&p).unwrap(),
+                );
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_batch_writes_what_the_same_turns_one_at_a_time_write() {
+        let batch = [
+            in_session("a", 1, "How do I stop nginx returning 504 on long uploads?"),
+            in_session("b", 1, "hi!"),
+            in_session("a", 2, "Which timeout covers the request body?"),
+            in_session("b", 2, "How do I rotate nginx logs daily?"),
+            in_session("a", 3, "thanks"),
+            in_session("a", 4, "And for websockets behind the same proxy?"),
+        ];
+        let one = tempfile::tempdir().unwrap();
+        let mut w = InlineWriter::open(one.path(), Arc::new(ExtractiveWriter), None).unwrap();
+        let singly: Vec<Ack> = batch.iter().map(|t| w.turn(t).unwrap()).collect();
+        let all = tempfile::tempdir().unwrap();
+        let mut w = InlineWriter::open(all.path(), Arc::new(ExtractiveWriter), None).unwrap();
+        let together: Vec<Ack> = w.turns(&batch).into_iter().map(Result::unwrap).collect();
+
+        let ids = |acks: &[Ack]| acks.iter().map(|a| a.chunk_id.clone()).collect::<Vec<_>>();
+        assert_eq!(ids(&together), ids(&singly));
+        // A session's turns keep their order and each is chunked (the
+        // greeting and the thanks are logged, not chunked).
+        let chunked: Vec<bool> = together.iter().map(|a| a.chunk_id.is_some()).collect();
+        assert_eq!(chunked, [true, false, true, true, false, true]);
+        assert!(together[2].chunk_id.as_ref().unwrap().contains("-002-"));
+        assert!(together[5].chunk_id.as_ref().unwrap().contains("-004-"));
+        // The same chunk files, byte for byte (titles, headers with the
+        // previous exchange as context), the same raw logs and manifest.
+        let root = |d: &tempfile::TempDir| d.path().to_path_buf();
+        assert_eq!(files(&root(&all)).len(), 4);
+        assert_eq!(files(&root(&all)), files(&root(&one)));
+        assert_eq!(
+            files(&all.path().join("raw")),
+            files(&one.path().join("raw"))
+        );
+        let manifest = |d: &tempfile::TempDir| {
+            let m = Manifest::load(&Root::new(d.path()).manifest()).unwrap();
+            (
+                m.conversations.keys().cloned().collect::<Vec<_>>(),
+                m.chunk_count(),
+            )
+        };
+        assert_eq!(manifest(&all), manifest(&one));
+        assert_eq!(manifest(&all).1, 4);
+    }
+
+    #[test]
+    fn a_bad_turn_fails_alone_and_duplicates_are_answered_as_resends() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = InlineWriter::open(dir.path(), Arc::new(ExtractiveWriter), None).unwrap();
+        let first = w
+            .turn(&in_session(
+                "s",
+                1,
+                "How do I pin a crate version in Cargo?",
+            ))
+            .unwrap();
+        let answers = w.turns(&[
+            in_session("../up", 1, "a path in disguise"),
+            in_session("s", 2, "And how do I update only that crate?"),
+            in_session("s", 0, "turn zero"),
+            in_session("s", 1, "How do I pin a crate version in Cargo?"),
+            in_session("s", 2, "And how do I update only that crate?"),
+            in_session("t", 1, "What does `cargo tree -d` show?"),
+        ]);
+        assert!(matches!(answers[0], Err(InlineError::Session(_))));
+        assert!(matches!(answers[2], Err(InlineError::Turn(_))));
+        let ok: Vec<&Ack> = answers.iter().filter_map(|a| a.as_ref().ok()).collect();
+        let [second, resent, again, other] = ok.as_slice() else {
+            panic!("{answers:?}")
+        };
+        assert!(!second.duplicate && second.chunk_id.as_ref().unwrap().contains("-002-"));
+        // A turn recorded by an earlier batch, and one recorded earlier in
+        // this batch: the chunk it made, nothing written twice.
+        assert!(
+            resent.duplicate && resent.chunk_id == first.chunk_id,
+            "{resent:?}"
+        );
+        assert!(
+            again.duplicate && again.chunk_id == second.chunk_id,
+            "{again:?}"
+        );
+        assert!(!other.duplicate && other.chunk_id.is_some());
+        let raw = std::fs::read_to_string(dir.path().join("raw/s.md")).unwrap();
+        let turns: Vec<u32> = parse_raw_log(&raw).iter().map(|e| e.turn).collect();
+        assert_eq!(turns, [1, 2]);
+        let m = Manifest::load(&Root::new(dir.path()).manifest()).unwrap();
+        assert_eq!(m.chunk_count(), 3);
+    }
+
+    #[test]
+    fn a_batch_is_embedded_in_one_call_and_a_chunk_the_index_refuses_holds_back_no_other() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut w, embedder, index) = indexed_writer(dir.path(), "POISON");
+        let batch: Vec<Turn> = (1..=5)
+            .map(|c| {
+                in_session(
+                    &format!("c{c}"),
+                    1,
+                    &format!("Client {c}: how do I shard table {c}?"),
+                )
+            })
+            .collect();
+        let acks: Vec<Ack> = w.turns(&batch).into_iter().map(Result::unwrap).collect();
+        assert!(acks.iter().all(|a| a.indexed), "{acks:?}");
+        assert_eq!(*embedder.calls.lock().unwrap(), [5]);
+        assert_eq!(index.count().unwrap(), 5);
+
+        embedder.calls.lock().unwrap().clear();
+        let batch = [
+            in_session("c1", 2, "How do I rebalance the shards?"),
+            in_session("c2", 2, "What does POISON do to the embedder?"),
+            in_session("c3", 2, "How do I add a replica?"),
+        ];
+        let acks: Vec<Ack> = w.turns(&batch).into_iter().map(Result::unwrap).collect();
+        let indexed: Vec<bool> = acks.iter().map(|a| a.indexed).collect();
+        assert_eq!(indexed, [true, false, true]);
+        // The batch, then each chunk alone.
+        assert_eq!(*embedder.calls.lock().unwrap(), [3, 1, 1, 1]);
+        assert_eq!(index.count().unwrap(), 7);
+        // The refused chunk is written and recorded all the same.
+        assert!(acks[1].path.as_ref().unwrap().is_file());
+        let m = Manifest::load(&Root::new(dir.path()).manifest()).unwrap();
+        assert_eq!(m.chunk_count(), 8);
     }
 }

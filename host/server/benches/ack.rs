@@ -1,11 +1,15 @@
-//! Ack latency of `turn` (p50/p95/p99/max) against an in-process server on
-//! a Unix socket with the embedded index: with the built-in header writer,
-//! and with a header model slower than its deadline (a writer that takes
-//! 3 s behind a 1.5 s deadline: the turn is acked with a stand-in header and
-//! queued for backfill).
+//! Ack latency of `turn` (p50/p95/p99/max) and turns/s against an
+//! in-process server on a Unix socket with the embedded index: with the
+//! built-in header writer (one client; several clients with the writer
+//! taking one turn at a time, as `CHATMILL_SERVE_BATCH=1` does, and with
+//! the turns waiting taken as one batch, the default), and with a header
+//! model slower than its deadline (a writer that takes 3 s behind a 1.5 s
+//! deadline: the turn is acked with a stand-in header and queued for
+//! backfill).
 //!
 //! `cargo bench -p chatmill-server --bench ack`
-//! (`CHATMILL_BENCH_TURNS`, `CHATMILL_BENCH_CLIENTS`)
+//! (`CHATMILL_BENCH_TURNS`, default 240, `CHATMILL_BENCH_CLIENTS`, default
+//! 4: 4 clients × 60 turns; `CHATMILL_BENCH_EMBEDDER=lexical`)
 
 #![allow(
     clippy::print_stdout,
@@ -21,7 +25,7 @@ use chatmill_pipeline::header::{
     Deadline, ExtractiveWriter, Header, HeaderError, HeaderInput, HeaderWriter,
 };
 use chatmill_server::client::Client;
-use chatmill_server::{ServerConfig, Services};
+use chatmill_server::{MAX_BATCH, ServerConfig, Services};
 use serde_json::json;
 
 /// A header model that always answers too late.
@@ -54,13 +58,15 @@ fn run(
     header: Arc<dyn HeaderWriter>,
     clients: usize,
     turns: usize,
+    max_batch: usize,
 ) {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp dir");
     let root = dir.path().join("root");
     let socket = dir.path().join("s.sock");
     let store = SqliteStore::open(&root.join(".chatmill/index.sqlite3")).expect("store");
     let index = Arc::new(Index::new(Arc::new(store), embedder));
-    let cfg = ServerConfig::new(&root, &socket);
+    let mut cfg = ServerConfig::new(&root, &socket);
+    cfg.max_batch = max_batch;
     let shutdown = Arc::clone(&cfg.shutdown);
     let services = Services {
         index: Some(index),
@@ -109,7 +115,7 @@ fn run(
     server.join().expect("server thread").expect("server ran");
     all.sort();
     println!(
-        "{label:<44} {:>5} turns ({clients} clients)  p50 {:>7.2?}  p95 {:>7.2?}  p99 {:>7.2?}  max {:>7.2?}  {:>6.0} turns/s",
+        "{label:<52} {:>5} turns ({clients} clients)  p50 {:>7.2?}  p95 {:>7.2?}  p99 {:>7.2?}  max {:>7.2?}  {:>6.0} turns/s",
         all.len(),
         pct(&all, 0.50),
         pct(&all, 0.95),
@@ -123,7 +129,7 @@ fn main() {
     let turns: usize = std::env::var("CHATMILL_BENCH_TURNS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(200);
+        .unwrap_or(240);
     let clients: usize = std::env::var("CHATMILL_BENCH_CLIENTS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -136,14 +142,18 @@ fn main() {
         Arc::new(ExtractiveWriter),
         1,
         turns,
+        MAX_BATCH,
     );
-    run(
-        &format!("built-in header writer, {clients} clients"),
-        embedder.clone(),
-        Arc::new(ExtractiveWriter),
-        clients,
-        turns / clients.max(1),
-    );
+    for (how, max_batch) in [("one at a time", 1), ("batched", MAX_BATCH)] {
+        run(
+            &format!("built-in header writer, {clients} clients, {how}"),
+            embedder.clone(),
+            Arc::new(ExtractiveWriter),
+            clients,
+            turns / clients.max(1),
+            max_batch,
+        );
+    }
     let slow = Deadline {
         inner: Arc::new(Slow(Duration::from_secs(3))),
         deadline: Duration::from_millis(1500),
@@ -154,5 +164,6 @@ fn main() {
         Arc::new(slow),
         1,
         (turns / 20).max(5),
+        MAX_BATCH,
     );
 }

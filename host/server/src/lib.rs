@@ -9,7 +9,11 @@
 //! Shape: connections are tokio tasks (many clients, idle ones cost little);
 //! all writes go through one writer thread that owns the
 //! [`InlineWriter`] (so turns of a session are logged in the order they
-//! arrive); searches run on the blocking pool; a backfill thread asks the
+//! arrive). The writer takes every turn waiting in its queue, up to
+//! [`ServerConfig::max_batch`], as one batch ([`InlineWriter::turns`]: one
+//! embedding call, one index write, one manifest save), so that turns that
+//! arrive together wait for one model call, not one each; searches run on
+//! the blocking pool; a backfill thread asks the
 //! slow header model for the headers that missed their deadline, without
 //! holding up turns. SIGTERM/SIGINT: stop accepting, finish the turns in
 //! flight, exit.
@@ -32,6 +36,14 @@ use tokio::sync::{Semaphore, oneshot};
 
 use protocol::{ErrorObject, MAX_LINE, PROTOCOL, Request, Response, code};
 
+/// Turns written as one batch at most: one embedding call takes 64 texts
+/// ([`Index`] embeds in calls of 64).
+pub const MAX_BATCH: usize = 64;
+
+/// How long a batch waits for turns it expects ([`Batcher`]): about what a
+/// client on this machine takes from an answer to its next request.
+pub const BATCH_WAIT: Duration = Duration::from_millis(2);
+
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     pub root: PathBuf,
@@ -48,6 +60,12 @@ pub struct ServerConfig {
     pub backfill_every: Duration,
     /// Connections served at once (others wait to be accepted).
     pub max_connections: usize,
+    /// Turns the writer takes at once (1: one at a time). Default
+    /// [`MAX_BATCH`], or `CHATMILL_SERVE_BATCH`.
+    pub max_batch: usize,
+    /// How long a batch waits for the next turns of the clients the last
+    /// batch answered, when they were several ([`Batcher`]).
+    pub batch_wait: Duration,
     /// Notified to stop (as SIGTERM would): for embedding the server.
     pub shutdown: Arc<tokio::sync::Notify>,
 }
@@ -63,6 +81,12 @@ impl ServerConfig {
             max_line: MAX_LINE,
             backfill_every: Duration::from_secs(5),
             max_connections: 4096,
+            max_batch: std::env::var("CHATMILL_SERVE_BATCH")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .filter(|&n| n > 0)
+                .unwrap_or(MAX_BATCH),
+            batch_wait: BATCH_WAIT,
             shutdown: Arc::new(tokio::sync::Notify::new()),
         }
     }
@@ -238,7 +262,8 @@ fn warm_up(services: &Services) {
 }
 
 /// The writer thread, which owns the inline writer and runs the turns sent
-/// to it in order; it ends when every sender is gone.
+/// to it in order, in batches of those waiting (at most `cfg.max_batch`);
+/// it ends when every sender is gone.
 fn spawn_writer(
     cfg: &ServerConfig,
     services: &Services,
@@ -249,15 +274,23 @@ fn spawn_writer(
         Arc::clone(&services.header),
         services.index.clone().map(|i| i as Arc<dyn Indexer>),
     )?;
+    let mut batcher = Batcher {
+        rx,
+        max: cfg.max_batch.max(1),
+        wait: cfg.batch_wait,
+        answered: 0,
+    };
     let thread = std::thread::Builder::new()
         .name("chatmill-writer".into())
         .spawn(move || {
-            for job in rx {
-                match job {
-                    Job::Turn(turn, reply) => {
-                        let _ = reply.send(writer.turn(&turn));
-                    }
+            while let Some((turns, replies)) = batcher.next() {
+                let started = std::time::Instant::now();
+                let answers = writer.turns(&turns);
+                tracing::debug!(turns = turns.len(), took = ?started.elapsed(), "wrote a batch");
+                for (reply, answer) in replies.into_iter().zip(answers) {
+                    let _ = reply.send(answer);
                 }
+                batcher.answered = turns.len();
             }
         })
         .map_err(|source| ServerError::Listen {
@@ -265,6 +298,58 @@ fn spawn_writer(
             source,
         })?;
     Ok((tx, thread))
+}
+
+/// Takes the writer's turns off its queue in batches: every turn waiting,
+/// at most `max`. Clients that send their next turn as soon as the last is
+/// answered would otherwise settle into halves that alternate (one half
+/// sends while the other half's batch is written), each batch paying the
+/// fixed cost of a write (its fsyncs) for half the turns; so when the last
+/// batch answered several clients, the next one waits up to `wait` for as
+/// many turns as were waiting plus those clients.
+struct Batcher {
+    rx: std::sync::mpsc::Receiver<Job>,
+    max: usize,
+    wait: Duration,
+    /// Turns the last batch answered.
+    answered: usize,
+}
+
+type Replies = Vec<oneshot::Sender<Result<Ack, InlineError>>>;
+
+impl Batcher {
+    /// The next batch; `None` once every sender is gone and the queue is
+    /// empty.
+    fn next(&mut self) -> Option<(Vec<Turn>, Replies)> {
+        let mut jobs: Vec<Job> = self.rx.try_iter().take(self.max).collect();
+        let waiting = jobs.len();
+        let mut fresh = true;
+        if jobs.is_empty() {
+            let idle = std::time::Instant::now();
+            jobs.push(self.rx.recv().ok()?);
+            // After a pause, the last batch's clients are not coming back
+            // at once.
+            fresh = idle.elapsed() <= self.wait;
+        }
+        let expected = if self.answered > 1 && fresh {
+            (waiting + self.answered).min(self.max)
+        } else {
+            0
+        };
+        let until = std::time::Instant::now() + self.wait;
+        while jobs.len() < expected {
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(job) => jobs.push(job),
+                Err(_) => break,
+            }
+        }
+        Some(
+            jobs.into_iter()
+                .map(|Job::Turn(turn, reply)| (*turn, reply))
+                .unzip(),
+        )
+    }
 }
 
 /// The backfill thread, when a slow header model is configured; it ends
@@ -604,7 +689,7 @@ async fn dispatch(
                 Err(e) if e.is_client_error() => {
                     Err(ErrorObject::new(code::INVALID_PARAMS, e.to_string()))
                 }
-                Err(InlineError::Lock(e)) => Err(ErrorObject::new(code::BUSY, e.to_string())
+                Err(e) if e.is_busy() => Err(ErrorObject::new(code::BUSY, e.to_string())
                     .with_hint("an import holds the root; send the turn again")),
                 Err(e) => Err(ErrorObject::new(code::INTERNAL, e.to_string())),
             }
