@@ -288,48 +288,6 @@ impl<'d> Finder<'d> {
     }
 }
 
-/// The lowercase note names of every conversation but `key`.
-fn taken_names(manifest: &Manifest, key: &str) -> BTreeSet<String> {
-    manifest
-        .conversations
-        .iter()
-        .filter(|(k, _)| k.as_str() != key)
-        .filter_map(|(_, c)| c.note.as_deref().map(str::to_lowercase))
-        .collect()
-}
-
-/// The name `key`'s note has, or gets: the recorded one, else a new unique
-/// one from its first date and title.
-fn name_for(manifest: &Manifest, key: &str, chunks: &[&Scanned]) -> Option<String> {
-    if let Some(name) = manifest.conversations.get(key)?.note.clone() {
-        return Some(name);
-    }
-    let first = chunks.iter().min_by_key(|s| first_turn(s))?;
-    let last = chunks.iter().max_by_key(|s| first_turn(s))?;
-    let title = last.doc.frontmatter.conversation_title.as_deref();
-    let name = file_name(&first.doc.frontmatter.timestamp, title);
-    Some(unique_name(&name, &taken_names(manifest, key)))
-}
-
-/// Writes `text` as the note `name` unless it already says that; whether
-/// it wrote.
-fn write_note(root: &Root, name: &str, text: &str) -> Result<bool, NoteError> {
-    let dir = root.notes();
-    let path = dir.join(name);
-    if fs_err::read_to_string(&path).is_ok_and(|old| old == text) {
-        return Ok(false);
-    }
-    let write = |source| NoteError::Write {
-        path: path.clone(),
-        source,
-    };
-    fs_err::create_dir_all(&dir).map_err(write)?;
-    crate::atomic::Folder::open(&dir)
-        .and_then(|f| f.write(name, text.as_bytes()))
-        .map_err(write)?;
-    Ok(true)
-}
-
 /// Brings the note of conversation `key` in line with its chunk files,
 /// naming it (in `manifest`) when it has no name yet. `new_files` are
 /// chunk files just written for it (relative to the root). Durable with
@@ -341,56 +299,7 @@ pub fn refresh(
     key: &str,
     new_files: &[String],
 ) -> Result<bool, NoteError> {
-    refresh_with(
-        &mut Finder::new(root.chunks()),
-        root,
-        manifest,
-        key,
-        new_files,
-    )
-}
-
-/// [`refresh`] with a finder shared by the conversations of one update (a
-/// scan of the root, when one is needed, is made once).
-fn refresh_with(
-    finder: &mut Finder<'_>,
-    root: &Root,
-    manifest: &mut Manifest,
-    key: &str,
-    new_files: &[String],
-) -> Result<bool, NoteError> {
-    let Some(record) = manifest.conversations.get(key) else {
-        return Ok(false);
-    };
-    if record.chunk_ids.is_empty() {
-        return Ok(false);
-    }
-    let found = chunks_of(finder, root, record, new_files);
-    let chunks: Vec<&Scanned> = found.iter().collect();
-    write_named(root, manifest, key, &chunks)
-}
-
-/// The chunk files of `record` that are there, in its order: found by
-/// `finder`, with those its note lists and `new_files` as hints.
-fn chunks_of(
-    finder: &mut Finder<'_>,
-    root: &Root,
-    record: &ConversationRecord,
-    new_files: &[String],
-) -> Vec<Scanned> {
-    if let Some(old) = record
-        .note
-        .as_deref()
-        .and_then(|n| fs_err::read_to_string(root.notes().join(n)).ok())
-    {
-        finder.hint(listed(&old));
-    }
-    finder.hint(new_files.iter().cloned());
-    record
-        .chunk_ids
-        .iter()
-        .filter_map(|id| finder.find(id))
-        .collect()
+    Pass::new(root).refresh(manifest, key, new_files)
 }
 
 /// Writes the note of the conversation `platform:conversation_id` again
@@ -408,31 +317,135 @@ pub fn rewrite(root: &Root, platform: &str, conversation_id: &str) -> Result<boo
     let Some(name) = record.note.as_deref() else {
         return Ok(false);
     };
-    let found = chunks_of(&mut Finder::new(root.chunks()), root, record, &[]);
+    let mut pass = Pass::new(root);
+    let found = pass.chunks_of(record, &[]);
     match render(&key, &found.iter().collect::<Vec<_>>())? {
-        Some(text) => write_note(root, name, &text),
+        Some(text) => pass.write_note(name, &text),
         None => Ok(false),
     }
 }
 
-/// Renders and writes `key`'s note from `chunks`, naming it if needed.
-fn write_named(
-    root: &Root,
-    manifest: &mut Manifest,
-    key: &str,
-    chunks: &[&Scanned],
-) -> Result<bool, NoteError> {
-    let Some(text) = render(key, chunks)? else {
-        return Ok(false);
-    };
-    let Some(name) = name_for(manifest, key, chunks) else {
-        return Ok(false);
-    };
-    let wrote = write_note(root, &name, &text)?;
-    if let Some(record) = manifest.conversations.get_mut(key) {
-        record.note = Some(name);
+/// One pass of note writing (an input's notes, a turn's, a repair's): the
+/// chunk finder (a scan of the root, when one is needed, is made once), the
+/// names taken and the open notes folder, each made once.
+struct Pass<'d> {
+    root: &'d Root,
+    finder: Finder<'d>,
+    /// The lowercase names of the notes the manifest records.
+    taken: Option<BTreeSet<String>>,
+    folder: Option<crate::atomic::Folder>,
+}
+
+impl<'d> Pass<'d> {
+    fn new(root: &'d Root) -> Self {
+        Self {
+            root,
+            finder: Finder::new(root.chunks()),
+            taken: None,
+            folder: None,
+        }
     }
-    Ok(wrote)
+
+    fn refresh(
+        &mut self,
+        manifest: &mut Manifest,
+        key: &str,
+        new_files: &[String],
+    ) -> Result<bool, NoteError> {
+        let Some(record) = manifest.conversations.get(key) else {
+            return Ok(false);
+        };
+        if record.chunk_ids.is_empty() {
+            return Ok(false);
+        }
+        let found = self.chunks_of(record, new_files);
+        let chunks: Vec<&Scanned> = found.iter().collect();
+        self.write_named(manifest, key, &chunks)
+    }
+
+    /// The chunk files of `record` that are there, in its order, with
+    /// those its note lists and `new_files` as hints.
+    fn chunks_of(&mut self, record: &ConversationRecord, new_files: &[String]) -> Vec<Scanned> {
+        if let Some(old) = record
+            .note
+            .as_deref()
+            .and_then(|n| fs_err::read_to_string(self.root.notes().join(n)).ok())
+        {
+            self.finder.hint(listed(&old));
+        }
+        self.finder.hint(new_files.iter().cloned());
+        record
+            .chunk_ids
+            .iter()
+            .filter_map(|id| self.finder.find(id))
+            .collect()
+    }
+
+    /// Renders and writes `key`'s note from `chunks`, naming it if needed.
+    fn write_named(
+        &mut self,
+        manifest: &mut Manifest,
+        key: &str,
+        chunks: &[&Scanned],
+    ) -> Result<bool, NoteError> {
+        let Some(text) = render(key, chunks)? else {
+            return Ok(false);
+        };
+        let Some(name) = self.name_for(manifest, key, chunks) else {
+            return Ok(false);
+        };
+        let wrote = self.write_note(&name, &text)?;
+        if let Some(record) = manifest.conversations.get_mut(key) {
+            record.note = Some(name);
+        }
+        Ok(wrote)
+    }
+
+    /// The name `key`'s note has, or gets: the recorded one, else a new
+    /// unique one from its first date and title (then taken).
+    fn name_for(&mut self, manifest: &Manifest, key: &str, chunks: &[&Scanned]) -> Option<String> {
+        if let Some(name) = manifest.conversations.get(key)?.note.clone() {
+            return Some(name);
+        }
+        let first = chunks.iter().min_by_key(|s| first_turn(s))?;
+        let last = chunks.iter().max_by_key(|s| first_turn(s))?;
+        let title = last.doc.frontmatter.conversation_title.as_deref();
+        let name = file_name(&first.doc.frontmatter.timestamp, title);
+        let taken = self.taken.get_or_insert_with(|| {
+            let notes = manifest.conversations.values();
+            notes
+                .filter_map(|c| c.note.as_deref().map(str::to_lowercase))
+                .collect()
+        });
+        let name = unique_name(&name, taken);
+        taken.insert(name.to_lowercase());
+        Some(name)
+    }
+
+    /// Writes `text` as the note `name` unless it already says that;
+    /// whether it wrote.
+    fn write_note(&mut self, name: &str, text: &str) -> Result<bool, NoteError> {
+        let dir = self.root.notes();
+        let path = dir.join(name);
+        if fs_err::read_to_string(&path).is_ok_and(|old| old == text) {
+            return Ok(false);
+        }
+        let write = |source| NoteError::Write {
+            path: path.clone(),
+            source,
+        };
+        let folder = match self.folder.take() {
+            Some(f) => f,
+            None => {
+                fs_err::create_dir_all(&dir).map_err(write)?;
+                crate::atomic::Folder::open(&dir).map_err(write)?
+            }
+        };
+        let written = folder.write(name, text.as_bytes());
+        self.folder = Some(folder);
+        written.map_err(write)?;
+        Ok(true)
+    }
 }
 
 /// What a conversation's record looked like when its note was last
@@ -477,9 +490,9 @@ impl Notes {
             .map(|(k, _)| k.clone())
             .collect();
         let mut written = 0;
-        let mut finder = Finder::new(root.chunks());
+        let mut pass = Pass::new(root);
         for key in due {
-            match refresh_with(&mut finder, root, manifest, &key, &[]) {
+            match pass.refresh(manifest, &key, &[]) {
                 Ok(wrote) => written += usize::from(wrote),
                 Err(e) => tracing::warn!("{e}"),
             }
@@ -580,13 +593,14 @@ pub fn repair(
 ) -> Result<(usize, usize), NoteError> {
     let keys: Vec<String> = manifest.conversations.keys().cloned().collect();
     let mut written = 0;
+    let mut pass = Pass::new(root);
     for key in keys {
         let chunks: Vec<&Scanned> = manifest.conversations[&key]
             .chunk_ids
             .iter()
             .filter_map(|id| by_id.get(id.as_str()).copied())
             .collect();
-        written += usize::from(write_named(root, manifest, &key, &chunks)?);
+        written += usize::from(pass.write_named(manifest, &key, &chunks)?);
     }
     let gone = orphans(root, manifest);
     for name in &gone {
