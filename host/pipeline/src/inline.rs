@@ -397,6 +397,7 @@ impl InlineWriter {
         if !steps.iter().any(committed) {
             return;
         }
+        self.refresh_notes(steps);
         let manifest_path = Root::new(&self.root).manifest();
         if let Err(e) = self.manifest.save(&manifest_path) {
             fail_all(steps, e.into(), committed);
@@ -409,6 +410,26 @@ impl InlineWriter {
                 && let Err(e) = Queue::push_persisted(&self.root, &w.chunk_id, &w.record.meta.path)
             {
                 *step = Step::Done(Err(e.into()));
+            }
+        }
+    }
+
+    /// The notes of the sessions that got chunks ([`crate::notes`]), named
+    /// in the manifest before it is saved. A note that cannot be written is
+    /// logged and left to `chatmill verify`; the turn is answered.
+    fn refresh_notes(&mut self, steps: &[Step]) {
+        let mut new: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for step in steps {
+            if let Step::Chunk { written, .. } = step {
+                let meta = &written.record.meta;
+                let key = conversation_key(&meta.platform, &meta.conversation_id);
+                new.entry(key).or_default().push(meta.path.clone());
+            }
+        }
+        let root = Root::new(&self.root);
+        for (key, files) in new {
+            if let Err(e) = crate::notes::refresh(&root, &mut self.manifest, &key, &files) {
+                tracing::warn!("{e}");
             }
         }
     }
