@@ -11,8 +11,12 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 /// The manifest format this chatmill writes. 2: inputs record the chunk
-/// format they were written in; `assets` and `stale` may be there.
-pub const MANIFEST_VERSION: u32 = 2;
+/// format they were written in; `assets` and `stale` may be there. 3: an
+/// input records its pairs per conversation and the pairs left out
+/// (`pairs`), and which of its chunks its latest run added (`run`,
+/// `run_chunks`); older records have none, read as empty (the migration
+/// is a default: such inputs are reported as not counted).
+pub const MANIFEST_VERSION: u32 = 3;
 /// The file name under the root.
 pub use crate::root::MANIFEST_FILE;
 
@@ -98,6 +102,44 @@ pub struct FileRecord {
     /// the chunks are listed on the requests file's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub joined: Option<String>,
+    /// Per conversation (`platform:id`): the pairs the input holds and the
+    /// ones left out of the chunks (v3; empty in older records). What
+    /// `chatmill report` checks preservation against, without the source.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pairs: BTreeMap<String, InputPairs>,
+    /// When the import that last read it started (v3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<DateTime<Utc>>,
+    /// How many of `chunk_ids` (the last ones) that import added.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub run_chunks: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// One conversation of an input: how many pairs the source holds, and the
+/// pairs not written to any chunk, with why.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InputPairs {
+    pub parsed: u32,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub excluded: Vec<Excluded>,
+}
+
+/// A pair left out of the chunks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Excluded {
+    /// Its pair index in the conversation.
+    pub pair: u32,
+    /// Why (`mechanical`: a greeting, thanks or acknowledgement).
+    pub reason: String,
+    /// The start of its request (at most 80 characters), so a person can
+    /// check it; the source's text, untrusted.
+    pub request: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -193,7 +235,10 @@ impl Manifest {
                 supported: MANIFEST_VERSION,
             });
         }
-        serde_json::from_str(&text).map_err(invalid)
+        let mut manifest: Self = serde_json::from_str(&text).map_err(invalid)?;
+        // Older versions read as this one: what they lack is empty.
+        manifest.version = MANIFEST_VERSION;
+        Ok(manifest)
     }
 
     /// Writes atomically: a temp file in the same folder, then a rename.
@@ -273,6 +318,19 @@ mod tests {
                 reason: None,
                 chunk_ids: vec!["chatgpt-abc-001-2024-05-01".into()],
                 joined: None,
+                pairs: BTreeMap::from([(
+                    "chatgpt:c1".into(),
+                    InputPairs {
+                        parsed: 3,
+                        excluded: vec![Excluded {
+                            pair: 2,
+                            reason: "mechanical".into(),
+                            request: "thanks!".into(),
+                        }],
+                    },
+                )]),
+                run: DateTime::from_timestamp(1_700_000_000, 0),
+                run_chunks: 1,
             },
         );
         m.save(&path).unwrap();
@@ -281,6 +339,23 @@ mod tests {
         assert_eq!(m.chunk_count(), 1);
         let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "no temp files left behind");
+    }
+
+    #[test]
+    fn a_version_2_manifest_reads_as_version_3_without_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(MANIFEST_FILE);
+        let v2 = r#"{"version": 2, "files": {"a.json": {"sha256": "00", "size": 1,
+            "processed_at": "2024-01-01T00:00:00Z", "status": "processed",
+            "chunk_ids": ["x"]}}, "conversations": {}}"#;
+        std::fs::write(&path, v2).unwrap();
+        let m = Manifest::load(&path).unwrap();
+        assert_eq!(m.version, 3);
+        let f = &m.files["a.json"];
+        assert!(f.pairs.is_empty() && f.run.is_none() && f.run_chunks == 0);
+        m.save(&path).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("\"version\": 3"), "{text}");
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::atomic::Folder;
 use crate::chunk::{ChunkDoc, ChunkError, Exchange, Frontmatter, chunk_id, turn_range};
 use crate::chunker::{ChunkerConfig, CoverageError, PairText, Plan, PlannedChunk, plan};
 use crate::header::{HeaderError, HeaderInput, HeaderWriter, Previous};
-use crate::manifest::{Manifest, conversation_key};
+use crate::manifest::{Excluded, InputPairs, Manifest, conversation_key};
 use crate::record::index_record;
 use crate::render::{RenderOptions, plain_text, render_parts};
 
@@ -102,6 +102,9 @@ pub struct Prepared {
     outcome: Outcome,
     /// The last chunk's topics and request, for the next header.
     pub previous: Option<Previous>,
+    /// The pairs the conversation holds, and those of its new pairs left out.
+    parsed: u32,
+    exclusions: Vec<Excluded>,
 }
 
 impl Prepared {
@@ -141,6 +144,11 @@ pub struct Processor<'a> {
     /// The first request of a conversation that arrives a pair at a time
     /// (inline mode), for its derived title.
     first_request: Option<String>,
+    /// When this processor (an import run) started.
+    started: DateTime<Utc>,
+    /// Per conversation committed since the last [`Processor::take_tally`]:
+    /// its pairs and those left out (what an input's record keeps).
+    tally: Mutex<BTreeMap<String, InputPairs>>,
 }
 
 /// The chunk ids already recorded, kept as 128-bit hashes: ~20 bytes an id
@@ -207,6 +215,8 @@ impl<'a> Processor<'a> {
             header,
             existing: Mutex::new(existing),
             first_request: None,
+            started: Utc::now(),
+            tally: Mutex::default(),
         }
     }
 
@@ -229,7 +239,20 @@ impl<'a> Processor<'a> {
             header,
             existing: Mutex::new(existing),
             first_request: None,
+            started: Utc::now(),
+            tally: Mutex::default(),
         }
+    }
+
+    /// When this processor was made: an import run's start.
+    pub fn started(&self) -> DateTime<Utc> {
+        self.started
+    }
+
+    /// The conversations committed since the last call: the pairs each
+    /// holds and the pairs left out of its chunks (an input's share).
+    pub fn take_tally(&self) -> BTreeMap<String, InputPairs> {
+        std::mem::take(&mut *self.tally.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// The request a title is derived from when the conversation has none
@@ -293,8 +316,16 @@ impl<'a> Processor<'a> {
             key,
             last_pair,
             mut outcome,
+            parsed,
+            exclusions,
             ..
         } = prepared;
+        {
+            let mut tally = self.tally.lock().unwrap_or_else(PoisonError::into_inner);
+            let counts = tally.entry(key.clone()).or_default();
+            counts.parsed = counts.parsed.max(parsed);
+            counts.excluded.extend(exclusions);
+        }
         let Some(last_pair) = last_pair else {
             return outcome;
         };
@@ -335,17 +366,31 @@ impl<'a> Processor<'a> {
             ..Outcome::default()
         };
         let last_pair = fresh.last().map(|p| p.index);
+        let parsed = conv.pairs.len() as u32;
         if fresh.is_empty() {
             return Ok(Prepared {
                 key,
                 last_pair,
                 outcome: out,
                 previous,
+                parsed,
+                exclusions: Vec::new(),
             });
         }
         let (c, plan) = self.chunking(conv, source_file, fallback_time, fresh);
         plan.check(c.texts.len())?;
         out.excluded = plan.excluded.len() as u32;
+        let exclusions = plan
+            .excluded
+            .iter()
+            .map(|&(pos, why)| Excluded {
+                pair: c.fresh[pos].index,
+                reason: match why {
+                    crate::chunker::Exclusion::Mechanical => "mechanical".into(),
+                },
+                request: c.texts[pos].user.chars().take(80).collect(),
+            })
+            .collect();
         let mut previous = previous.or_else(|| self.previous_before(&c, seen));
         // Opened at the first chunk written, for all of this conversation's.
         let mut folder: Option<Folder> = None;
@@ -363,6 +408,8 @@ impl<'a> Processor<'a> {
             last_pair,
             outcome: out,
             previous,
+            parsed,
+            exclusions,
         })
     }
 

@@ -190,6 +190,7 @@ pub(super) fn outcome(
     record: &mut FileRecord,
     staged: super::stages::Staged<'_>,
 ) {
+    counts(w, key, record);
     let adapter = staged.adapter;
     let id = &adapter.info.id;
     record.adapter = Some(AdapterRef {
@@ -244,6 +245,28 @@ pub(super) fn outcome(
         .push(problem(key, reason, Some(hint), false));
 }
 
+/// Puts on `record` what `chatmill report` checks preservation against:
+/// the pairs of each conversation the input holds and those left out (the
+/// ones left out by earlier runs of a grown input kept), and which chunks
+/// this run added.
+fn counts(w: &mut Work<'_, '_>, key: &str, record: &mut FileRecord) {
+    let before = w.manifest.files.get(key);
+    let mut pairs = before.map(|r| r.pairs.clone()).unwrap_or_default();
+    for (conv, now) in w.processor.take_tally() {
+        let counts = pairs.entry(conv).or_default();
+        counts.parsed = now.parsed;
+        for e in now.excluded {
+            if !counts.excluded.iter().any(|old| old.pair == e.pair) {
+                counts.excluded.push(e);
+            }
+        }
+    }
+    record.pairs = pairs;
+    record.run = Some(w.processor.started());
+    let had = before.map_or(0, |r| r.chunk_ids.len());
+    record.run_chunks = record.chunk_ids.len().saturating_sub(had) as u32;
+}
+
 /// What to do about a file adapter `id` read without finding a request
 /// with its reply: said for the format that adapter reads.
 fn no_pairs_hint(id: &str) -> String {
@@ -281,6 +304,9 @@ pub(super) fn record_companion(
         reason: record.reason.clone(),
         chunk_ids: Vec::new(),
         joined: Some(key.to_string()),
+        pairs: Default::default(),
+        run: record.run,
+        run_chunks: 0,
     };
     w.manifest.files.insert(c.key.clone(), c_record);
 }

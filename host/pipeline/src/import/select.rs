@@ -278,6 +278,9 @@ fn import_parsed<'i>(
             .map(|r| r.chunk_ids.clone())
             .unwrap_or_default(),
         joined: None,
+        pairs: Default::default(),
+        run: None,
+        run_chunks: 0,
     };
     if size == 0 {
         record.status = FileStatus::Skipped;
