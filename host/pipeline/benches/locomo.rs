@@ -7,14 +7,16 @@
 //! turns found, averaged over questions).
 //!
 //! Variants: hybrid (the default search), dense only, BM25 only, dense over
-//! full-chunk embeddings (what embedding the assistant reply does), and the
-//! lexical stand-in (no model installed).
+//! full-chunk embeddings (what embedding the assistant reply does), the
+//! lexical stand-in (no model installed), and MiniLM's int8 fast path
+//! against the exact f32 vectors the other MiniLM variants use.
 //!
 //! `cargo bench -p chatmill-pipeline --bench locomo`
 //! (`CHATMILL_LOCOMO=path/to/locomo10.json`; default: the shared corpus.)
 //! Embeddings are cached in `target/locomo-embeddings.sqlite3`.
 //! For tuning: `CHATMILL_LOCOMO_KW=W` sets hybrid's BM25 weight,
-//! `CHATMILL_LOCOMO_ONLY=text` runs only the variants whose name has it,
+//! `CHATMILL_LOCOMO_ONLY=a,b` runs (and builds indexes for) only the
+//! variants whose name has one of the parts,
 //! `CHATMILL_LOCOMO_SHOW=N` prints the first N questions hybrid misses.
 
 #![allow(
@@ -28,6 +30,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
+use chatmill_index::minilm::Precision;
 use chatmill_index::{
     Cached, ChunkRecord, Embedder, Filter, Hit, Index, Indexer, Lexical, MiniLm, Mode,
     SearchRequest, SqliteStore, minilm,
@@ -193,11 +196,7 @@ fn main() {
         std::process::exit(1);
     };
     let t0 = Instant::now();
-    let model = MiniLm::load(&model_dir).expect("model loads");
-    let target = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target");
-    let embedder: Arc<dyn Embedder> = Arc::new(
-        Cached::open(model, &target.join("locomo-embeddings.sqlite3")).expect("cache opens"),
-    );
+    let embedders = Embedders::load(&model_dir);
     let work = tempfile::tempdir().expect("tempdir");
     let imported = import(&data, work.path());
     let turns: usize = imported.holds.values().map(Vec::len).sum();
@@ -207,7 +206,7 @@ fn main() {
         imported.questions.len(),
         t0.elapsed().as_secs_f64()
     );
-    let variants = variants(work.path(), &imported.records, &embedder);
+    let variants = variants(work.path(), &imported.records, &embedders);
     let by_category = measure(&variants, &imported);
     print_categories(&by_category);
 }
@@ -338,43 +337,118 @@ fn build(
 }
 
 /// The four indexes, and the search modes measured on each.
-fn variants(work: &Path, records: &[ChunkRecord], embedder: &Arc<dyn Embedder>) -> [Variant; 7] {
-    let main = build(
-        work,
-        records,
-        "header+prompt",
-        embedder.clone(),
-        Text::HeaderPrompt,
-    );
-    let full = build(work, records, "full-text", embedder.clone(), Text::Full);
-    let prompt = build(
-        work,
-        records,
-        "prompt-only",
-        embedder.clone(),
-        Text::PromptOnly,
-    );
-    let lexical = build(
-        work,
-        records,
-        "lexical",
-        Arc::new(Lexical::default()),
-        Text::HeaderPrompt,
-    );
-    let variant = |name, mode, index: &Arc<Index>| Variant {
-        name,
-        mode,
-        index: index.clone(),
-    };
-    [
-        variant("hybrid (default)", Mode::Hybrid, &main),
-        variant("dense (header + prompt)", Mode::Semantic, &main),
-        variant("BM25", Mode::Keyword, &main),
-        variant("dense (full text)", Mode::Semantic, &full),
-        variant("hybrid (full text)", Mode::Hybrid, &full),
-        variant("dense (user prompt, no header)", Mode::Semantic, &prompt),
-        variant("hybrid, lexical stand-in", Mode::Hybrid, &lexical),
-    ]
+fn variants(work: &Path, records: &[ChunkRecord], embedders: &Embedders) -> Vec<Variant> {
+    // (variant, mode, index name, embedder, text embedded)
+    let specs: [(&'static str, Mode, &str, &Arc<dyn Embedder>, Text); 9] = [
+        (
+            "hybrid (default)",
+            Mode::Hybrid,
+            "header+prompt",
+            &embedders.exact,
+            Text::HeaderPrompt,
+        ),
+        (
+            "dense (header + prompt)",
+            Mode::Semantic,
+            "header+prompt",
+            &embedders.exact,
+            Text::HeaderPrompt,
+        ),
+        (
+            "BM25",
+            Mode::Keyword,
+            "header+prompt",
+            &embedders.exact,
+            Text::HeaderPrompt,
+        ),
+        (
+            "dense (full text)",
+            Mode::Semantic,
+            "full-text",
+            &embedders.exact,
+            Text::Full,
+        ),
+        (
+            "hybrid (full text)",
+            Mode::Hybrid,
+            "full-text",
+            &embedders.exact,
+            Text::Full,
+        ),
+        (
+            "dense (user prompt, no header)",
+            Mode::Semantic,
+            "prompt-only",
+            &embedders.exact,
+            Text::PromptOnly,
+        ),
+        (
+            "hybrid, lexical stand-in",
+            Mode::Hybrid,
+            "lexical",
+            &embedders.lexical,
+            Text::HeaderPrompt,
+        ),
+        (
+            "hybrid, MiniLM int8",
+            Mode::Hybrid,
+            "int8",
+            &embedders.int8,
+            Text::HeaderPrompt,
+        ),
+        (
+            "dense, MiniLM int8",
+            Mode::Semantic,
+            "int8",
+            &embedders.int8,
+            Text::HeaderPrompt,
+        ),
+    ];
+    let mut built: HashMap<&str, Arc<Index>> = HashMap::new();
+    specs
+        .into_iter()
+        .filter(|(name, ..)| wanted(name))
+        .map(|(name, mode, index, embedder, text)| {
+            let index = built
+                .entry(index)
+                .or_insert_with(|| build(work, records, index, embedder.clone(), text))
+                .clone();
+            Variant { name, mode, index }
+        })
+        .collect()
+}
+
+/// Whether `CHATMILL_LOCOMO_ONLY` (comma-separated parts of names) lets
+/// variant `name` run (all when unset).
+fn wanted(name: &str) -> bool {
+    let only = std::env::var("CHATMILL_LOCOMO_ONLY").unwrap_or_default();
+    only.is_empty() || only.split(',').any(|part| name.contains(part))
+}
+
+/// The embedders the variants use: MiniLM exact f32 (the reference) and
+/// int8 (the fast path on VNNI CPUs), each behind its own cache, and the
+/// lexical stand-in.
+struct Embedders {
+    exact: Arc<dyn Embedder>,
+    int8: Arc<dyn Embedder>,
+    lexical: Arc<dyn Embedder>,
+}
+
+impl Embedders {
+    fn load(model_dir: &Path) -> Self {
+        let target = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target");
+        // The two precisions share the model's id: separate caches keep
+        // their vectors apart.
+        let cached = |precision, file: &str| -> Arc<dyn Embedder> {
+            let model = MiniLm::load_with(model_dir, precision).expect("model loads");
+            Arc::new(Cached::open(model, &target.join(file)).expect("cache opens"))
+        };
+        Self {
+            exact: cached(Precision::Exact, "locomo-embeddings.sqlite3"),
+            int8: cached(Precision::Fast, "locomo-embeddings-int8.sqlite3"),
+            lexical: Arc::new(Lexical::default()),
+        }
+    }
 }
 
 /// Asks every question of every variant (`CHATMILL_LOCOMO_ONLY=text`: only
@@ -390,9 +464,8 @@ fn measure(variants: &[Variant], imported: &Imported) -> BTreeMap<u64, [f64; 4]>
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
-    let only = std::env::var("CHATMILL_LOCOMO_ONLY").unwrap_or_default();
     let questions = &imported.questions;
-    for v in variants.iter().filter(|v| v.name.contains(only.as_str())) {
+    for v in variants {
         let t = Instant::now();
         let mut sums = [0.0f64; 3];
         for q in questions {
