@@ -337,9 +337,11 @@ fn build(
 }
 
 /// The four indexes, and the search modes measured on each.
+/// A variant: its name, mode, index name, embedder and the text embedded.
+type Spec<'a> = (&'static str, Mode, &'a str, &'a Arc<dyn Embedder>, Text);
+
 fn variants(work: &Path, records: &[ChunkRecord], embedders: &Embedders) -> Vec<Variant> {
-    // (variant, mode, index name, embedder, text embedded)
-    let specs: [(&'static str, Mode, &str, &Arc<dyn Embedder>, Text); 9] = [
+    let specs: [Spec<'_>; 9] = [
         (
             "hybrid (default)",
             Mode::Hybrid,
