@@ -367,6 +367,9 @@ fn an_inline_turn_updates_its_sessions_note() {
     let two = notes(&root);
     assert_eq!(two.keys().collect::<Vec<_>>(), [name], "the same note");
     assert_eq!(links(&two[name]), [stem(&first), stem(&second)]);
+    // Grown turn by turn, the note is what verify makes of all its chunks.
+    let verify = env.run(&["--root", root.to_str().unwrap(), "verify"]);
+    assert_eq!(verify.code, 0, "{verify:?}");
     assert!(
         two[name].contains("source_platform: local\n"),
         "{}",

@@ -174,12 +174,25 @@ pub fn render(key: &str, chunks: &[&Scanned]) -> Result<Option<String>, NoteErro
         chunk_count: chunks.len(),
         chunks: chunks.iter().map(|s| s.rel.clone()).collect(),
     };
-    let yaml = serde_saphyr::to_string(&front).map_err(|e| NoteError::Render {
+    let mut out = head(key, &front)?;
+    for (n, s) in chunks.iter().enumerate() {
+        push_entry(&mut out, n + 1, s);
+    }
+    Ok(Some(out))
+}
+
+/// A note's properties, title line and summary: what comes before its
+/// entries.
+fn head(key: &str, front: &NoteFront) -> Result<String, NoteError> {
+    let yaml = serde_saphyr::to_string(front).map_err(|e| NoteError::Render {
         key: key.to_string(),
         message: e.to_string(),
     })?;
-    let title = fm.conversation_title.as_deref().map_or_else(
-        || format!("{} conversation {}", fm.source_platform, fm.conversation_id),
+    let title = front.conversation_title.as_deref().map_or_else(
+        || {
+            let (platform, id) = (&front.source_platform, &front.conversation_id);
+            format!("{platform} conversation {id}")
+        },
         one_line,
     );
     let mut out = format!("---\n{yaml}");
@@ -189,26 +202,75 @@ pub fn render(key: &str, chunks: &[&Scanned]) -> Result<Option<String>, NoteErro
     out.push_str(&format!(
         "---\n\n# {}\n\n{} · {} → {} · {} chunks. Written by chatmill from the chunk files; edits here are overwritten.\n",
         inert(&one_line(&title)),
-        fm.source_platform,
+        front.source_platform,
         day(&front.first_timestamp),
         day(&front.last_timestamp),
-        chunks.len(),
+        front.chunk_count,
     ));
-    for (n, s) in chunks.iter().enumerate() {
-        let stem = s.rel.strip_suffix(".md").unwrap_or(&s.rel);
-        let turns = &s.doc.frontmatter.turn_range;
-        let label = if turns.contains('-') { "Turns" } else { "Turn" };
-        out.push_str(&format!(
-            "\n## {}. [[{stem}|{label} {turns}]] · {}\n\n",
-            n + 1,
-            day(&s.doc.frontmatter.timestamp)
-        ));
-        for line in s.doc.context.trim().lines() {
-            out.push_str(if line.is_empty() { ">" } else { "> " });
-            out.push_str(&inert(line));
-            out.push('\n');
-        }
-        out.push_str(&format!("\n[chunk file](../{})\n", s.rel));
+    Ok(out)
+}
+
+/// The `n`th entry of a note: the chunk's wiki-link, turns and date, its
+/// header quoted, and a relative link.
+fn push_entry(out: &mut String, n: usize, s: &Scanned) {
+    let stem = s.rel.strip_suffix(".md").unwrap_or(&s.rel);
+    let turns = &s.doc.frontmatter.turn_range;
+    let label = if turns.contains('-') { "Turns" } else { "Turn" };
+    out.push_str(&format!(
+        "\n## {n}. [[{stem}|{label} {turns}]] · {}\n\n",
+        day(&s.doc.frontmatter.timestamp)
+    ));
+    for line in s.doc.context.trim().lines() {
+        out.push_str(if line.is_empty() { ">" } else { "> " });
+        out.push_str(&inert(line));
+        out.push('\n');
+    }
+    out.push_str(&format!("\n[chunk file](../{})\n", s.rel));
+}
+
+/// The note `old` with the chunks `new` added at its end, without reading
+/// the chunks it lists again (inline mode, turn by turn): `new` must be the
+/// end of `record`'s chunks and `old` list exactly the ones before, whose
+/// pairs all come before theirs (an inline session only grows). The same
+/// text [`render`] makes of all of them. `None` when `old` is not that note.
+fn appended(
+    key: &str,
+    old: &str,
+    record: &ConversationRecord,
+    new: &[Scanned],
+) -> Result<Option<String>, NoteError> {
+    let Some((mut front, entries)) = ChunkDoc::split(old).ok().and_then(|(yaml, rest)| {
+        let front = serde_saphyr::from_str::<NoteFront>(yaml).ok()?;
+        Some((front, &rest[rest.find("\n## 1. [[")?..]))
+    }) else {
+        return Ok(None);
+    };
+    let before = front.chunks.len();
+    let tail = record.chunk_ids.get(before..).unwrap_or_default();
+    let fits = front.chatmill_note == NOTE_FORMAT
+        && front.chunk_count == before
+        && !new.is_empty()
+        && tail.len() == new.len()
+        && tail
+            .iter()
+            .zip(new)
+            .all(|(id, s)| *id == s.doc.frontmatter.chunk_id);
+    if !fits {
+        return Ok(None);
+    }
+    let mut new: Vec<&Scanned> = new.iter().collect();
+    new.sort_by_key(|s| first_turn(s));
+    let fm = &new[new.len() - 1].doc.frontmatter;
+    front.source_platform.clone_from(&fm.source_platform);
+    front.conversation_title.clone_from(&fm.conversation_title);
+    front.title_derived = fm.title_derived;
+    front.last_timestamp.clone_from(&fm.timestamp);
+    front.chunk_count += new.len();
+    front.chunks.extend(new.iter().map(|s| s.rel.clone()));
+    let mut out = head(key, &front)?;
+    out.push_str(entries);
+    for (n, s) in new.iter().enumerate() {
+        push_entry(&mut out, before + n + 1, s);
     }
     Ok(Some(out))
 }
@@ -358,9 +420,46 @@ impl<'d> Pass<'d> {
         if record.chunk_ids.is_empty() {
             return Ok(false);
         }
+        if let Some(wrote) = self.append(key, record, new_files)? {
+            return Ok(wrote);
+        }
         let found = self.chunks_of(record, new_files);
         let chunks: Vec<&Scanned> = found.iter().collect();
         self.write_named(manifest, key, &chunks)
+    }
+
+    /// Adds the chunk files `new_files` to the end of `record`'s note
+    /// when that is all that changed ([`appended`]); `None` when the note
+    /// has to be made from all its chunks.
+    fn append(
+        &mut self,
+        key: &str,
+        record: &ConversationRecord,
+        new_files: &[String],
+    ) -> Result<Option<bool>, NoteError> {
+        let Some(name) = record.note.as_deref().filter(|_| !new_files.is_empty()) else {
+            return Ok(None);
+        };
+        let Ok(old) = fs_err::read_to_string(self.root.notes().join(name)) else {
+            return Ok(None);
+        };
+        let mut new = Vec::new();
+        for rel in new_files {
+            let read = |rel: &str| {
+                let text = fs_err::read_to_string(self.root.chunks().join(rel)).ok()?;
+                let doc = ChunkDoc::parse(&text).ok()?;
+                Some((text, doc))
+            };
+            let Some((text, doc)) = crate::atomic::plain_name(rel).ok().and_then(read) else {
+                return Ok(None);
+            };
+            let rel = rel.clone();
+            new.push(Scanned { rel, text, doc });
+        }
+        match appended(key, &old, record, &new)? {
+            Some(text) => self.write_note(name, &text).map(Some),
+            None => Ok(None),
+        }
     }
 
     /// The chunk files of `record` that are there, in its order, with
@@ -820,6 +919,69 @@ mod tests {
         assert!(
             !orphan.exists() && root.notes().join("mine.md").exists(),
             "only chatmill's notes are removed"
+        );
+    }
+
+    #[test]
+    fn an_inline_session_s_note_grows_turn_by_turn_as_a_whole_rendering_would_write_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path());
+        let key = conversation_key("chatgpt", "s1");
+        let mut m = Manifest::new();
+        m.conversations.insert(key.clone(), record(&[], 0));
+        for turn in 1..=5u32 {
+            let (id, rel) = (format!("id{turn}"), format!("2024-05-0{turn}_t{turn}.md"));
+            let text = chunk(
+                &id,
+                "s1",
+                &turn.to_string(),
+                &format!("Title {turn}"),
+                "About [[x]].",
+            );
+            std::fs::write(dir.path().join(&rel), text).unwrap();
+            let c = m.conversations.get_mut(&key).unwrap();
+            c.chunk_ids.push(id);
+            c.last_pair = turn;
+            assert!(refresh(&root, &mut m, &key, &[rel]).unwrap());
+            let name = m.conversations[&key].note.clone().unwrap();
+            assert_eq!(name, "2024-05-01 Title 1.md", "the first title names it");
+            let note = std::fs::read_to_string(root.notes().join(&name)).unwrap();
+            let scanned = by_id(dir.path());
+            let chunks: Vec<&Scanned> = scanned.iter().map(|(_, s)| s).collect();
+            assert_eq!(
+                Some(note.clone()),
+                render(&key, &chunks).unwrap(),
+                "turn {turn}"
+            );
+            assert!(
+                note.contains(
+                    "\n# Title {turn}\n"
+                        .replace("{turn}", &turn.to_string())
+                        .as_str()
+                ),
+                "{note}"
+            );
+        }
+        // The note grows without reading the chunks it lists: one gone
+        // since stays listed until a whole rendering (verify) sees it.
+        std::fs::remove_file(dir.path().join("2024-05-01_t1.md")).unwrap();
+        let rel = "2024-05-06_t6.md".to_string();
+        std::fs::write(
+            dir.path().join(&rel),
+            chunk("id6", "s1", "6", "Title 6", "Six."),
+        )
+        .unwrap();
+        m.conversations
+            .get_mut(&key)
+            .unwrap()
+            .chunk_ids
+            .push("id6".into());
+        refresh(&root, &mut m, &key, &[rel]).unwrap();
+        let note = std::fs::read_to_string(root.notes().join("2024-05-01 Title 1.md")).unwrap();
+        assert!(
+            note.contains("[[2024-05-01_t1|Turn 1]]")
+                && note.contains("\n## 6. [[2024-05-06_t6|Turn 6]]"),
+            "{note}"
         );
     }
 
