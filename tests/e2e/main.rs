@@ -22,4 +22,5 @@ mod reprocess;
 mod search;
 mod serve;
 mod third_party;
+mod vectors;
 mod watch;

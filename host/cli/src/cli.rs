@@ -100,6 +100,9 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Make the vectors of the chunks an import left waiting for them
+    /// (`import --no-wait`, or an import stopped while it embedded).
+    Embed(EmbedArgs),
     /// Search the index (hybrid by default).
     Search(SearchArgs),
     /// Rebuild the index from the chunk files (the source of truth), with
@@ -164,6 +167,18 @@ pub struct ImportArgs {
     /// With --reprocess: only the inputs of this platform (or adapter id).
     #[arg(long, value_name = "PLATFORM", requires = "reprocess")]
     pub only: Option<String>,
+    /// Exit once chunks, manifest and keyword index are written; leave the
+    /// vectors to `chatmill embed`, `serve`, `watch`, `mcp` or the next
+    /// import (searches rank the waiting chunks by keywords meanwhile).
+    #[arg(long)]
+    pub no_wait: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct EmbedArgs {
+    /// Print the counts as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -25,11 +25,10 @@ pub mod cache;
 pub mod chroma;
 pub mod document;
 pub mod embedded;
+pub mod fill;
 pub mod lexical;
 #[cfg(feature = "minilm")]
 pub mod minilm;
-#[cfg(feature = "minilm")]
-mod quantized;
 pub mod query;
 pub mod rank;
 pub mod remote;
@@ -250,6 +249,44 @@ pub trait Store: Send + Sync {
     fn metadata_refreshed(&self) -> Result<(), IndexError> {
         Ok(())
     }
+    /// Whether the store keeps chunks whose vectors come later
+    /// ([`Store::upsert_pending`]).
+    fn defers_vectors(&self) -> bool {
+        false
+    }
+    /// Inserts or replaces `records` without vectors: found by keywords
+    /// and by recency now, by meaning once [`Store::fill`] gives them
+    /// their vectors.
+    fn upsert_pending(&self, _records: &[ChunkRecord]) -> Result<(), IndexError> {
+        Err(IndexError::Unsupported {
+            store: self.name().to_string(),
+            what: "chunks whose vectors come later",
+        })
+    }
+    /// Up to `limit` chunks waiting for their vectors, newest first.
+    fn pending(&self, _limit: usize) -> Result<Vec<Pending>, IndexError> {
+        Ok(Vec::new())
+    }
+    /// Gives waiting chunks their vectors (made by `model`). A chunk
+    /// replaced since it was read from [`Store::pending`] (its text
+    /// differs) or deleted is left as it is.
+    fn fill(&self, _filled: &[(Pending, Vec<f32>)], _model: &str) -> Result<usize, IndexError> {
+        Err(IndexError::Unsupported {
+            store: self.name().to_string(),
+            what: "chunks whose vectors come later",
+        })
+    }
+    /// How many chunks wait for their vectors.
+    fn pending_count(&self) -> Result<u64, IndexError> {
+        Ok(0)
+    }
+}
+
+/// A chunk that waits for its vector, and the text to embed for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pending {
+    pub chunk_id: String,
+    pub text: String,
 }
 
 /// The pairs a chunk's `turn_range` covers (`"3"` → 3..=3, `"3-4"`).
@@ -287,6 +324,10 @@ pub trait Indexer: Send + Sync {
     /// [`Store::metadata_refreshed`].
     fn metadata_refreshed(&self) -> Result<(), IndexError> {
         Ok(())
+    }
+    /// [`Store::pending_count`].
+    fn pending_count(&self) -> Result<u64, IndexError> {
+        Ok(0)
     }
 }
 

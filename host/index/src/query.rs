@@ -140,6 +140,15 @@ pub struct SearchResults {
     /// The time phrase the search read from the query, and its window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_window: Option<TimeWindow>,
+    /// Chunks still waiting for their vectors (a meaning search ranks them
+    /// by keywords only until `chatmill embed` or the next import fills
+    /// them).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pending: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 pub struct Index {
@@ -148,6 +157,9 @@ pub struct Index {
     /// The root the hits' chunk files are under, for the text of hits a
     /// store keeps none of ([`Index::with_documents`]).
     documents: Option<std::path::PathBuf>,
+    /// Whether writes leave the vectors to the embedding stage
+    /// ([`Index::deferring_vectors`]).
+    defer: bool,
 }
 
 impl Index {
@@ -156,7 +168,22 @@ impl Index {
             store,
             embedder,
             documents: None,
+            defer: false,
         }
+    }
+
+    /// An index whose writes store chunks without vectors — found by
+    /// keywords and recency at once — when the embedder takes real time
+    /// and the store can hold chunks waiting for vectors;
+    /// [`Index::fill_pending`] makes them. Other writes embed as they go.
+    pub fn deferring_vectors(mut self) -> Self {
+        self.defer = true;
+        self
+    }
+
+    /// Whether this index's writes leave vectors for later.
+    pub fn defers(&self) -> bool {
+        self.defer && !self.embedder.is_instant() && self.store.defers_vectors()
     }
 
     /// Gives the hits of a store that keeps no text (the embedded one) their
@@ -199,6 +226,9 @@ impl Index {
     /// Embeds (in batches of 64) and stores (in one upsert: a server store
     /// splits it under its own limits; fewer round trips).
     fn add(&self, records: &[ChunkRecord]) -> Result<(), IndexError> {
+        if self.defers() {
+            return self.store.upsert_pending(records);
+        }
         let mut vectors = Vec::with_capacity(records.len());
         for batch in records.chunks(64) {
             let texts: Vec<&str> = batch.iter().map(|r| r.embed_text.as_str()).collect();
@@ -214,8 +244,14 @@ impl Index {
         if records.is_empty() {
             return Ok(());
         }
+        self.check_model(vectors.first().map_or(0, Vec::len))?;
+        self.store.upsert(records, vectors, self.embedder.id())
+    }
+
+    /// Refuses vectors of width `dim` from this embedder when the store
+    /// holds another model's or width's.
+    pub(crate) fn check_model(&self, dim: usize) -> Result<(), IndexError> {
         let model = self.embedder.id();
-        let dim = vectors.first().map_or(0, Vec::len);
         if let Some(held) = self.store.stored()?
             && (held.dim.is_some_and(|d| d != dim)
                 || held.model.as_deref().is_some_and(|m| m != model))
@@ -227,7 +263,7 @@ impl Index {
                 dim,
             });
         }
-        self.store.upsert(records, vectors, model)
+        Ok(())
     }
 
     pub fn search(&self, req: &SearchRequest) -> Result<SearchResults, IndexError> {
@@ -256,6 +292,13 @@ impl Index {
         let keyword = matches!(req.mode, Mode::Hybrid | Mode::Keyword);
         if dense {
             self.dense_warnings(&mut out.warnings)?;
+            out.pending = self.store.pending_count()?;
+            if out.pending > 0 {
+                out.warnings.push(format!(
+                    "{} chunk(s) wait for their vectors and are ranked by keywords only; `chatmill embed` makes them",
+                    out.pending
+                ));
+            }
         }
         if req.time_hints {
             let now = req
@@ -430,6 +473,10 @@ impl Indexer for Index {
 
     fn metadata_refreshed(&self) -> Result<(), IndexError> {
         self.store.metadata_refreshed()
+    }
+
+    fn pending_count(&self) -> Result<u64, IndexError> {
+        self.store.pending_count()
     }
 }
 

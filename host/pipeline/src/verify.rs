@@ -34,9 +34,17 @@ pub struct Report {
     pub manifest_chunks: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub index_chunks: Option<u64>,
+    /// Indexed chunks still waiting for their vectors (`chatmill embed`
+    /// makes them): found by keywords, not yet by meaning. Not a problem.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub vectors_pending: u64,
     pub problems: Vec<Problem>,
     /// What `--repair` changed (empty without it).
     pub repaired: Vec<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Report {
@@ -235,6 +243,10 @@ fn check_index(
         }
     };
     report.index_chunks = Some(ids.len() as u64);
+    match ix.pending_count() {
+        Ok(n) => report.vectors_pending = n,
+        Err(e) => push(problems, "index", "index", e.to_string()),
+    }
     for id in on_disk.iter().filter(|id| !ids.contains(**id)) {
         push(
             problems,

@@ -78,7 +78,13 @@ fn claude_code(ctx: &Context) -> Result<(String, String, Summary), String> {
     opts.format = Some("claude-code".into());
     opts.live = live;
     let set = ctx.adapter_set().map_err(|e| format!("{:#}", e.error))?;
-    let index = ctx.index().map_err(|e| format!("{:#}", e.error))?;
+    // Keyword-searchable within the hook's budget; the vectors are made by
+    // `chatmill mcp`, `serve` or `watch` in the background, or the next
+    // import or `chatmill embed`.
+    let index = ctx
+        .index()
+        .map_err(|e| format!("{:#}", e.error))?
+        .deferring_vectors();
     let svc = Services {
         runtime: &ctx.runtime,
         adapters: &set,

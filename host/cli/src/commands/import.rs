@@ -51,7 +51,7 @@ pub fn run(ctx: &Context, args: ImportArgs) -> Result<ExitCode, CliError> {
     let index = if args.no_index {
         None
     } else {
-        Some(ctx.index()?)
+        Some(ctx.index()?.deferring_vectors())
     };
     let llm = ctx
         .header
@@ -72,6 +72,14 @@ pub fn run(ctx: &Context, args: ImportArgs) -> Result<ExitCode, CliError> {
         bar.finish_and_clear();
     }
     let summary = result?;
+    let vectors = match &index {
+        Some(index) if !args.no_wait => Some(super::embed::fill(index)),
+        _ => None,
+    };
+    let pending = match &index {
+        Some(index) => index.pending_count()?,
+        None => 0,
+    };
     for w in &summary.warnings {
         let hint = w
             .hint
@@ -82,10 +90,20 @@ pub fn run(ctx: &Context, args: ImportArgs) -> Result<ExitCode, CliError> {
     }
     notice_outdated(&summary);
     if args.json {
-        let s = serde_json::to_string_pretty(&summary)?;
-        println!("{s}");
+        let mut s = serde_json::to_value(&summary)?;
+        s["vectors_pending"] = pending.into();
+        println!("{}", serde_json::to_string_pretty(&s)?);
     } else {
         print_human(&summary, ctx);
+        if pending > 0 {
+            println!(
+                "vectors pending:     {pending} (found by keywords until `chatmill embed` makes them)"
+            );
+        }
+    }
+    if let Some(Err(e)) = vectors {
+        // The chunks and keyword index are written; the vectors resume.
+        return Err(e.hint("`chatmill embed` makes the vectors still waiting"));
     }
     // Skipped inputs (not a chat export, empty) are listed, not failures.
     Ok(if summary.errors.is_empty() {

@@ -16,6 +16,9 @@ use crate::context::Context;
 
 pub fn run(ctx: &Context, args: McpArgs) -> Result<ExitCode, CliError> {
     let index = Arc::new(ctx.index()?);
+    // Chunks an import or the hook left waiting for vectors get them in the
+    // background while the assistant's session runs.
+    chatmill_index::fill::spawn_filler(Arc::clone(&index), super::embed::FILL_EVERY);
     let writer = if args.allow_write {
         let indexer = Arc::clone(&index) as Arc<dyn Indexer>;
         Some(InlineWriter::open(

@@ -4,6 +4,7 @@ mod adapters;
 mod adapters_new;
 mod adapters_test;
 mod backfill;
+mod embed;
 mod hook;
 mod import;
 mod mcp;
@@ -29,6 +30,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Import(args) => import::run(&ctx, args),
         Command::Parse(args) => parse::run(&ctx, args),
         Command::Verify(args) => verify::run(&ctx, args),
+        Command::Embed(args) => embed::run(&ctx, args),
         Command::Search(args) => search::run(&ctx, args),
         Command::Serve(args) => serve::run(&ctx, args),
         Command::Mcp(args) => mcp::run(&ctx, args),

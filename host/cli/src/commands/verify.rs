@@ -36,6 +36,12 @@ pub fn run(ctx: &Context, args: VerifyArgs) -> Result<ExitCode, CliError> {
         if let Some(n) = report.index_chunks {
             println!("index chunks:      {n}");
         }
+        if report.vectors_pending > 0 {
+            println!(
+                "vectors pending:   {} (found by keywords until `chatmill embed` makes them)",
+                report.vectors_pending
+            );
+        }
         for r in &report.repaired {
             println!("repaired: {}", visible(r));
         }

@@ -99,7 +99,11 @@ struct Importer<'c> {
 impl<'c> Importer<'c> {
     fn open(ctx: &'c Context, no_index: bool) -> Result<Self, CliError> {
         let set = ctx.adapter_set()?;
-        let index = if no_index { None } else { Some(ctx.index()?) };
+        let index = if no_index {
+            None
+        } else {
+            Some(ctx.index()?.deferring_vectors())
+        };
         Ok(Self { ctx, set, index })
     }
 
@@ -136,8 +140,25 @@ impl<'c> Importer<'c> {
                 for e in &s.errors {
                     render::warning(&format!("`{}`: {}", e.file, e.reason));
                 }
+                self.fill(started);
             }
             Err(e) => render::warning(&format!("the import failed: {e}")),
+        }
+    }
+
+    /// Makes the vectors of what the import left waiting (it is keyword
+    /// searchable already), and says so.
+    fn fill(&self, started: Instant) {
+        let Some(index) = &self.index else { return };
+        match index.fill_pending(&mut |_| {}) {
+            Ok(0) => {}
+            Ok(n) => render::notice(&format!(
+                "made {n} vectors ({:.2}s after the change)",
+                started.elapsed().as_secs_f64()
+            )),
+            Err(e) => render::warning(&format!(
+                "the vectors wait (`chatmill embed` makes them): {e}"
+            )),
         }
     }
 }

@@ -26,6 +26,7 @@
 //! What the scores mean and how they are weighed is [`crate::rank`]'s.
 
 mod keyword;
+mod pending;
 mod schema;
 #[cfg(test)]
 pub(crate) mod tests;
@@ -42,7 +43,7 @@ pub use keyword::fts_query;
 use schema::{bump_generation, qualified_columns};
 pub(crate) use vectors::{from_blob, to_blob};
 
-use crate::{ChunkRecord, Filter, Hit, IndexError, Store, StoredModel, bm25};
+use crate::{ChunkRecord, Filter, Hit, IndexError, Pending, Store, StoredModel, bm25};
 
 pub struct SqliteStore {
     path: PathBuf,
@@ -118,6 +119,7 @@ impl Store for SqliteStore {
         .map_err(|e| self.e(e))?;
         let written = self.write_rows(&tx, records, vectors)?;
         self.write_keyword_index(&tx, &written.unindex, &written.index)?;
+        pending::clear(&tx, written.rows.iter().map(|(row, _)| row.id)).map_err(|e| self.e(e))?;
         tx.commit().map_err(|e| self.e(e))?;
         self.lengths_written(&conn, before, written.rows.iter().map(|(row, _)| row.id))?;
         drop(conn);
@@ -145,6 +147,7 @@ impl Store for SqliteStore {
             }
         }
         self.write_keyword_index(&tx, &unindex, &[])?;
+        pending::clear(&tx, unindex.iter().copied()).map_err(|e| self.e(e))?;
         tx.commit().map_err(|e| self.e(e))?;
         drop(conn);
         self.invalidate();
@@ -220,6 +223,26 @@ impl Store for SqliteStore {
             )
             .map(drop)
             .map_err(|e| self.e(e))
+    }
+
+    fn defers_vectors(&self) -> bool {
+        true
+    }
+
+    fn upsert_pending(&self, records: &[ChunkRecord]) -> Result<(), IndexError> {
+        self.write_pending(records)
+    }
+
+    fn pending(&self, limit: usize) -> Result<Vec<Pending>, IndexError> {
+        self.read_pending(limit)
+    }
+
+    fn fill(&self, filled: &[(Pending, Vec<f32>)], model: &str) -> Result<usize, IndexError> {
+        self.write_filled(filled, model)
+    }
+
+    fn pending_count(&self) -> Result<u64, IndexError> {
+        self.count_pending()
     }
 
     fn recent(&self, k: usize, filter: &Filter) -> Result<Vec<Hit>, IndexError> {

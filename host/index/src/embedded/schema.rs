@@ -45,6 +45,9 @@ CREATE TABLE IF NOT EXISTS chunks (
 CREATE INDEX IF NOT EXISTS chunks_timestamp ON chunks(timestamp);
 CREATE INDEX IF NOT EXISTS chunks_conversation ON chunks(conversation_id);
 CREATE INDEX IF NOT EXISTS chunks_agent ON chunks(agent_id);
+-- Chunks whose vectors come later (see `pending`), by rowid, with the text
+-- to embed.
+CREATE TABLE IF NOT EXISTS pending (id INTEGER PRIMARY KEY, text TEXT NOT NULL);
 ",
     fts_table!(),
     "

@@ -879,7 +879,118 @@ fn project_scopes_every_search_and_an_older_store_learns_it_from_a_refresh() {
 #[test]
 fn column_count_counts_the_hit_columns() {
     assert_eq!(
-        super::schema::qualified_columns().split(", ").count(),
-        super::schema::COLUMN_COUNT
+        qualified_columns().split(", ").count(),
+        schema::COLUMN_COUNT
     );
+}
+
+/// The lexical stand-in, claiming to take real time: what makes an index
+/// that defers vectors leave them to the embedding stage.
+struct Slow(Lexical);
+
+impl Embedder for Slow {
+    fn id(&self) -> &str {
+        self.0.id()
+    }
+    fn dim(&self) -> usize {
+        self.0.dim()
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, IndexError> {
+        self.0.embed(texts)
+    }
+}
+
+fn deferring(dir: &Path) -> Index {
+    let store = SqliteStore::open(&dir.join("index.sqlite3")).unwrap();
+    Index::new(Arc::new(store), Arc::new(Slow(Lexical::default()))).deferring_vectors()
+}
+
+#[test]
+fn chunks_stored_before_their_vectors_are_found_by_keywords_then_by_meaning() {
+    let dir = tempfile::tempdir().unwrap();
+    let ix = deferring(dir.path());
+    assert!(ix.defers());
+    ix.index(&[
+        rec("a", 1, "local", "x", "kneading sourdough bread"),
+        rec("b", 2, "local", "x", "rowing a kayak at dawn"),
+        rec("c", 3, "local", "x", "tuning a violin"),
+    ])
+    .unwrap();
+    assert_eq!(ix.pending_count().unwrap(), 3);
+    assert_eq!(ix.store.stored().unwrap(), None, "no vectors yet");
+    let mut q = SearchRequest::new("sourdough");
+    q.mode = Mode::Semantic;
+    let r = ix.search(&q).unwrap();
+    assert!(r.hits.is_empty() && r.pending == 3, "{r:?}");
+    q.mode = Mode::Hybrid;
+    let r = ix.search(&q).unwrap();
+    assert_eq!(ids(&r), ["a"], "keywords rank the waiting chunks");
+    assert!(
+        r.warnings.iter().any(|w| w.contains("3 chunk(s) wait")),
+        "{r:?}"
+    );
+
+    // Replaced while waiting: its new text is the one embedded; a vector
+    // made from the text read before the replacement is not taken.
+    let before = ix.store.pending(10).unwrap();
+    ix.index(&[rec("c", 3, "local", "x", "sailing a catamaran")])
+        .unwrap();
+    let stale: Vec<_> = before
+        .into_iter()
+        .filter(|p| p.chunk_id == "c")
+        .map(|p| (p, vec![0.0; 384]))
+        .collect();
+    assert_eq!(ix.store.fill(&stale, ix.embedder.id()).unwrap(), 0);
+    // Deleted while waiting: off the list.
+    ix.remove(&["b".into()]).unwrap();
+    assert_eq!(ix.pending_count().unwrap(), 2);
+
+    let mut seen = Vec::new();
+    assert_eq!(ix.fill_pending(&mut |n| seen.push(n)).unwrap(), 2);
+    assert_eq!(seen.last(), Some(&2));
+    assert_eq!(ix.pending_count().unwrap(), 0);
+    q.mode = Mode::Semantic;
+    q.queries[0].text = "catamaran".into();
+    let r = ix.search(&q).unwrap();
+    assert_eq!(ids(&r)[0], "c");
+    assert_eq!(r.pending, 0);
+    assert!(r.warnings.is_empty(), "{r:?}");
+}
+
+#[test]
+fn a_fill_stopped_part_way_resumes_where_it_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let texts = ["bread", "kayak", "violin", "tulip", "glacier"];
+    {
+        let ix = deferring(dir.path());
+        let records: Vec<_> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| rec(t, i as i64, "local", "x", &format!("all about the {t}")))
+            .collect();
+        ix.index(&records).unwrap();
+        // Two of them filled, then the process dies.
+        let two = ix.store.pending(2).unwrap();
+        let texts: Vec<&str> = two.iter().map(|p| p.text.as_str()).collect();
+        let vectors = ix.embedder.embed(&texts).unwrap();
+        let filled: Vec<_> = two.into_iter().zip(vectors).collect();
+        assert_eq!(ix.store.fill(&filled, ix.embedder.id()).unwrap(), 2);
+    }
+    let ix = deferring(dir.path());
+    assert_eq!(ix.pending_count().unwrap(), 3);
+    assert_eq!(ix.fill_pending(&mut |_| {}).unwrap(), 3);
+    let mut q = SearchRequest::new("");
+    q.mode = Mode::Semantic;
+    for t in texts {
+        q.queries[0].text = format!("the {t}");
+        assert_eq!(ids(&ix.search(&q).unwrap())[0], t);
+    }
+    // Vectors written directly take a chunk off the list too.
+    ix.index(&[rec("late", 9, "local", "x", "late")]).unwrap();
+    assert_eq!(ix.pending_count().unwrap(), 1);
+    let plain = index(dir.path());
+    plain
+        .index(&[rec("late", 9, "local", "x", "late")])
+        .unwrap();
+    assert_eq!(ix.pending_count().unwrap(), 0);
 }

@@ -29,6 +29,10 @@ impl Vectors {
     /// cannot be applied in place (a new id below the last one: reload).
     fn apply(&mut self, written: Vec<(Row, &[f32])>) -> bool {
         for (row, vector) in written {
+            if vector.is_empty() {
+                // Waiting for its vector: not searched by meaning yet.
+                continue;
+            }
             if self.rows.is_empty() && self.dim == 0 {
                 self.dim = vector.len();
             }
@@ -72,7 +76,8 @@ impl Vectors {
             let rusqlite::types::ValueRef::Blob(blob) = r.get_ref(5)? else {
                 continue;
             };
-            if blob.len() != dim * 4 {
+            // An empty vector: a chunk waiting for its vector.
+            if blob.is_empty() || blob.len() != dim * 4 {
                 continue;
             }
             f.clear();
