@@ -579,6 +579,7 @@ impl Notes {
     /// be written is logged and left to `verify`; the import goes on.
     /// Returns how many notes were written.
     pub fn update(&mut self, root: &Root, manifest: &mut Manifest) -> usize {
+        let started = std::time::Instant::now();
         let due: Vec<String> = manifest
             .conversations
             .iter()
@@ -599,6 +600,10 @@ impl Notes {
                 self.seen.insert(key, seen(c));
             }
         }
+        tracing::debug!(
+            "{written} conversation notes written in {:?}",
+            started.elapsed()
+        );
         written
     }
 }
