@@ -113,14 +113,36 @@ pub fn file_name(timestamp: &str, title: Option<&str>) -> String {
 /// `name`, or `name (2).md`, `(3)` … : the first that `taken` (lowercase
 /// names) does not hold.
 pub fn unique_name(name: &str, taken: &BTreeSet<String>) -> String {
-    if !taken.contains(&name.to_lowercase()) {
+    first_free(name, |c| !taken.contains(&c.to_lowercase()))
+}
+
+/// `name`, or `name (2).md`, `(3)` … : the first that `free` takes.
+fn first_free(name: &str, mut free: impl FnMut(&str) -> bool) -> String {
+    if free(name) {
         return name.to_string();
     }
     let stem = name.strip_suffix(".md").unwrap_or(name);
     (2u32..)
         .map(|n| format!("{stem} ({n}).md"))
-        .find(|c| !taken.contains(&c.to_lowercase()))
+        .find(|c| free(c))
         .expect("some suffix is free")
+}
+
+/// Whether the file `name` in `dir` may become the note of the
+/// conversation `(platform, id)`: no file has the name, or it is already
+/// that conversation's note (written by a run killed before its manifest
+/// was saved, or before a reprocess forgot the conversation for a while).
+/// Anything else there — another conversation's note, a file of the user's
+/// — is left alone.
+fn free_on_disk(dir: &Path, name: &str, (platform, id): (&str, &str)) -> bool {
+    let text = match fs_err::read_to_string(dir.join(name)) {
+        Ok(text) => text,
+        Err(e) => return e.kind() == std::io::ErrorKind::NotFound,
+    };
+    ChunkDoc::split(&text)
+        .ok()
+        .and_then(|(yaml, _)| serde_saphyr::from_str::<NoteFront>(yaml).ok())
+        .is_some_and(|f| f.source_platform == platform && f.conversation_id == id)
 }
 
 /// The first turn of a chunk (`"3-4"` → 3), what orders a note's entries.
@@ -516,7 +538,14 @@ impl<'d> Pass<'d> {
                 .filter_map(|c| c.note.as_deref().map(str::to_lowercase))
                 .collect()
         });
-        let name = unique_name(&name, taken);
+        let owner = (
+            last.doc.frontmatter.source_platform.as_str(),
+            last.doc.frontmatter.conversation_id.as_str(),
+        );
+        let dir = self.root.notes();
+        let name = first_free(&name, |c| {
+            !taken.contains(&c.to_lowercase()) && free_on_disk(&dir, c, owner)
+        });
         taken.insert(name.to_lowercase());
         Some(name)
     }
@@ -988,6 +1017,58 @@ mod tests {
                 && note.contains("\n## 6. [[2024-05-06_t6|Turn 6]]"),
             "{note}"
         );
+    }
+
+    #[test]
+    fn a_forgotten_conversation_gets_its_own_note_s_name_back_and_no_file_is_taken_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path());
+        std::fs::write(
+            dir.path().join("a.md"),
+            chunk("a", "c1", "1", "Bread", "A."),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("b.md"),
+            chunk("b", "c2", "1", "Bread", "B."),
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("c.md"), chunk("c", "c3", "1", "Soup", "C.")).unwrap();
+        let mut m = Manifest::new();
+        let keys = ["c1", "c2", "c3"].map(|c| conversation_key("chatgpt", c));
+        for (k, id) in keys.iter().zip(["a", "b", "c"]) {
+            m.conversations.insert(k.clone(), record(&[id], 1));
+        }
+        // A file of the user's where the third note would go.
+        std::fs::create_dir_all(root.notes()).unwrap();
+        std::fs::write(root.notes().join("2024-05-01 Soup.md"), "mine\n").unwrap();
+        Notes::new(&m).update(&root, &mut m);
+        let names = |m: &Manifest| {
+            keys.iter()
+                .map(|k| m.conversations[k].note.clone().unwrap())
+                .collect::<Vec<_>>()
+        };
+        let before = names(&m);
+        assert_eq!(
+            before,
+            [
+                "2024-05-01 Bread.md",
+                "2024-05-01 Bread (2).md",
+                "2024-05-01 Soup (2).md"
+            ]
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.notes().join("2024-05-01 Soup.md")).unwrap(),
+            "mine\n"
+        );
+        // Forgotten (as a reprocess does) and named again, the second first.
+        for k in &keys {
+            m.conversations.get_mut(k).unwrap().note = None;
+        }
+        refresh(&root, &mut m, &keys[1], &[]).unwrap();
+        refresh(&root, &mut m, &keys[0], &[]).unwrap();
+        refresh(&root, &mut m, &keys[2], &[]).unwrap();
+        assert_eq!(names(&m), before);
     }
 
     fn by_id(dir: &Path) -> Vec<(String, Scanned)> {
