@@ -13,6 +13,8 @@ bash scripts/setup-chroma.sh
 bash scripts/setup-authoring.sh
 # The official MCP Python SDK, the real client of `chatmill mcp` (tests/e2e/mcp.rs).
 bash scripts/setup-mcp.sh
+# Debian's Chromium, the real browser `chatmill report --html`'s page is opened in (tests/e2e/report.rs).
+bash scripts/setup-browser.sh
 # The real model, the real servers and clients must be exercised, not skipped.
 export CHATMILL_REQUIRE_MODEL=1 CHATMILL_REQUIRE_CHROMA=1 CHATMILL_REQUIRE_MCP=1
 log=$(mktemp)

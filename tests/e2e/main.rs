@@ -18,6 +18,7 @@ mod notes;
 mod parse;
 mod real_exports;
 mod reliability;
+mod report;
 mod reprocess;
 mod search;
 mod serve;

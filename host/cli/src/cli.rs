@@ -112,6 +112,10 @@ pub enum Command {
     /// Check chunk files, manifest and index agree (`--repair` re-derives
     /// the manifest and index from the chunk files).
     Verify(VerifyArgs),
+    /// Score the root's chunks on the spec's seven criteria, 1–5 with
+    /// evidence (exit 1 when one is below 3); `--html FILE` draws the
+    /// root's history as one page.
+    Report(ReportArgs),
     /// Parse export files with the adapters and print normalized JSON.
     Parse(ParseArgs),
     /// Manage adapters.
@@ -250,6 +254,22 @@ pub struct VerifyArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The root to report on (default: `--root`, CHATMILL_ROOT, the config's).
+    pub root: Option<PathBuf>,
+    /// Only the chunks the latest import added.
+    #[arg(long)]
+    pub since_run: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the report and the root's history as one self-contained
+    /// HTML page of charts.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

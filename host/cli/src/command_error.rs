@@ -140,6 +140,22 @@ impl From<ManifestError> for CliError {
     }
 }
 
+impl From<chatmill_report::ReportError> for CliError {
+    fn from(e: chatmill_report::ReportError) -> Self {
+        use chatmill_report::ReportError as R;
+        let hint = match &e {
+            R::Manifest(m) => m.hint().map(str::to_string),
+            R::List { .. } => Some(
+                "pass the root chatmill imported into (`chatmill report ROOT` or `--root`)".into(),
+            ),
+            R::Write { .. } => {
+                Some("check the folder of `--html FILE` exists and is writable".into())
+            }
+        };
+        Self::failed(e).hint_opt(hint)
+    }
+}
+
 impl From<chatmill_index::IndexError> for CliError {
     fn from(e: chatmill_index::IndexError) -> Self {
         let hint = e.hint();

@@ -100,6 +100,9 @@ pub fn run(ctx: &Context, args: ImportArgs) -> Result<ExitCode, CliError> {
                 "vectors pending:     {pending} (found by keywords until `chatmill embed` makes them)"
             );
         }
+        if summary.chunks_written > 0 {
+            print_scores(ctx);
+        }
     }
     if let Some(Err(e)) = vectors {
         // The chunks and keyword index are written; the vectors resume.
@@ -165,6 +168,18 @@ fn print_human(s: &Summary, ctx: &Context) {
     for e in &s.errors {
         let error = CliError::failed(anyhow::anyhow!("`{}`: {}", e.file, e.reason));
         crate::render::error(&error.hint_opt(e.hint.clone()));
+    }
+}
+
+/// The seven criteria on this import's chunks (`chatmill report
+/// --since-run`); they never change import's exit code.
+fn print_scores(ctx: &Context) {
+    match chatmill_report::evaluate(&ctx.root, chatmill_report::Scope::LastRun) {
+        Ok(report) => {
+            super::report::print_summary(&report, false);
+            println!("(`chatmill report` shows the evidence)");
+        }
+        Err(e) => tracing::warn!("the quality report could not be made: {e}"),
     }
 }
 

@@ -10,6 +10,7 @@ mod import;
 mod mcp;
 mod parse;
 mod reindex;
+mod report;
 mod search;
 mod serve;
 mod turn;
@@ -30,6 +31,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Import(args) => import::run(&ctx, args),
         Command::Parse(args) => parse::run(&ctx, args),
         Command::Verify(args) => verify::run(&ctx, args),
+        Command::Report(args) => report::run(&ctx, args),
         Command::Embed(args) => embed::run(&ctx, args),
         Command::Search(args) => search::run(&ctx, args),
         Command::Serve(args) => serve::run(&ctx, args),

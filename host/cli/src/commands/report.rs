@@ -1,0 +1,111 @@
+//! `chatmill report [ROOT]`: the seven criteria, scored with evidence, as
+//! a terminal summary or JSON; `--html FILE` writes the page of charts.
+//! Exits 1 when a criterion is below 3.
+
+#![allow(clippy::print_stdout, reason = "the command's output is stdout")]
+
+use std::process::ExitCode;
+
+use chatmill_report::{Report, Scope};
+use chatmill_runtime::model::visible::visible;
+
+use crate::cli::ReportArgs;
+use crate::command_error::CliError;
+use crate::context::Context;
+
+pub fn run(ctx: &Context, args: ReportArgs) -> Result<ExitCode, CliError> {
+    let root = args.root.clone().unwrap_or_else(|| ctx.root.clone());
+    if !root.is_dir() {
+        return Err(CliError::usage(anyhow::anyhow!(
+            "the root `{}` does not exist",
+            root.display()
+        ))
+        .hint("pass the folder chatmill imported into: `chatmill report ROOT`"));
+    }
+    let scope = if args.since_run {
+        Scope::LastRun
+    } else {
+        Scope::All
+    };
+    let report = chatmill_report::evaluate(&root, scope)?;
+    if let Some(path) = &args.html {
+        chatmill_report::html::write(&report, path)?;
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_summary(&report, true);
+        if let Some(path) = &args.html {
+            println!("page: {}", visible(&path.display().to_string()));
+        }
+    }
+    Ok(if report.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// The scores, one line each, with their counts; `detail` adds the worst
+/// chunks (import prints the scores without them).
+pub fn print_summary(report: &Report, detail: bool) {
+    println!(
+        "quality ({} chunks, {} inputs{}):",
+        report.chunks,
+        report.inputs,
+        match report.scope {
+            Scope::All => "",
+            Scope::LastRun => ", the latest import",
+        }
+    );
+    for c in &report.criteria {
+        let first = c
+            .measures
+            .first()
+            .map(|m| format!("{} of {} {}", m.count, m.of, m.what))
+            .unwrap_or_default();
+        println!(
+            "  {} {:<28} {}/5  {}",
+            c.number,
+            c.name,
+            c.score,
+            visible(&first)
+        );
+        if !detail {
+            continue;
+        }
+        for m in c.measures.iter().skip(1) {
+            println!("      {} of {}: {}", m.count, m.of, m.what);
+        }
+        for f in c.findings.iter().take(3) {
+            println!(
+                "      e.g. {}: {}",
+                visible(&f.subject),
+                visible(&f.problem)
+            );
+        }
+    }
+    for c in report.criteria.iter().filter(|c| c.unresolved_deficiency) {
+        println!(
+            "UNRESOLVED DEFICIENCY: {} {} scores {}/5 (3 passes)",
+            c.number, c.name, c.score
+        );
+        if let Some(fix) = &c.fix {
+            println!("  fix: {fix}");
+        }
+    }
+    if detail && !report.exclusions.is_empty() {
+        println!(
+            "{} pairs left out as mechanical (`--json` lists them all), e.g.:",
+            report.exclusions.len()
+        );
+        for e in report.exclusions.iter().take(3) {
+            println!(
+                "  {} pair {}: \"{}\"",
+                visible(&e.conversation),
+                e.pair,
+                visible(&e.request)
+            );
+        }
+    }
+}
