@@ -118,14 +118,19 @@ pub fn unique_name(name: &str, taken: &BTreeSet<String>) -> String {
 
 /// `name`, or `name (2).md`, `(3)` … : the first that `free` takes.
 fn first_free(name: &str, mut free: impl FnMut(&str) -> bool) -> String {
-    if free(name) {
+    (1u32..)
+        .map(|n| numbered(name, n))
+        .find(|c| free(c))
+        .expect("some suffix is free")
+}
+
+/// `name` (`n` = 1), else `name (n).md`.
+fn numbered(name: &str, n: u32) -> String {
+    if n == 1 {
         return name.to_string();
     }
     let stem = name.strip_suffix(".md").unwrap_or(name);
-    (2u32..)
-        .map(|n| format!("{stem} ({n}).md"))
-        .find(|c| free(c))
-        .expect("some suffix is free")
+    format!("{stem} ({n}).md")
 }
 
 /// Whether the file `name` in `dir` may become the note of the
@@ -143,6 +148,15 @@ fn free_on_disk(dir: &Path, name: &str, (platform, id): (&str, &str)) -> bool {
         .ok()
         .and_then(|(yaml, _)| serde_saphyr::from_str::<NoteFront>(yaml).ok())
         .is_some_and(|f| f.source_platform == platform && f.conversation_id == id)
+}
+
+/// The note name the manifest records for `record`, when it is one plain
+/// `.md` file name (a hand-edited manifest never points a read or a write
+/// elsewhere; a name that is not is chosen again).
+fn note_of(record: &ConversationRecord) -> Option<&str> {
+    let name = record.note.as_deref()?;
+    let plain = crate::atomic::plain_name(name).is_ok() && name.ends_with(".md");
+    plain.then_some(name)
 }
 
 /// The first turn of a chunk (`"3-4"` → 3), what orders a note's entries.
@@ -398,7 +412,7 @@ pub fn rewrite(root: &Root, platform: &str, conversation_id: &str) -> Result<boo
     let Some(record) = manifest.conversations.get(&key) else {
         return Ok(false);
     };
-    let Some(name) = record.note.as_deref() else {
+    let Some(name) = note_of(record) else {
         return Ok(false);
     };
     let mut pass = Pass::new(root);
@@ -417,6 +431,10 @@ struct Pass<'d> {
     finder: Finder<'d>,
     /// The lowercase names of the notes the manifest records.
     taken: Option<BTreeSet<String>>,
+    /// Per lowercase name, the first number from which `name (n).md` may
+    /// not be taken yet: many conversations of one day and title (50,000
+    /// "New chat"s) are numbered in one pass, not each from 2 again.
+    next: HashMap<String, u32>,
     folder: Option<crate::atomic::Folder>,
 }
 
@@ -426,6 +444,7 @@ impl<'d> Pass<'d> {
             root,
             finder: Finder::new(root.chunks()),
             taken: None,
+            next: HashMap::new(),
             folder: None,
         }
     }
@@ -459,7 +478,7 @@ impl<'d> Pass<'d> {
         record: &ConversationRecord,
         new_files: &[String],
     ) -> Result<Option<bool>, NoteError> {
-        let Some(name) = record.note.as_deref().filter(|_| !new_files.is_empty()) else {
+        let Some(name) = note_of(record).filter(|_| !new_files.is_empty()) else {
             return Ok(None);
         };
         let Ok(old) = fs_err::read_to_string(self.root.notes().join(name)) else {
@@ -487,10 +506,8 @@ impl<'d> Pass<'d> {
     /// The chunk files of `record` that are there, in its order, with
     /// those its note lists and `new_files` as hints.
     fn chunks_of(&mut self, record: &ConversationRecord, new_files: &[String]) -> Vec<Scanned> {
-        if let Some(old) = record
-            .note
-            .as_deref()
-            .and_then(|n| fs_err::read_to_string(self.root.notes().join(n)).ok())
+        if let Some(old) =
+            note_of(record).and_then(|n| fs_err::read_to_string(self.root.notes().join(n)).ok())
         {
             self.finder.hint(listed(&old));
         }
@@ -525,8 +542,8 @@ impl<'d> Pass<'d> {
     /// The name `key`'s note has, or gets: the recorded one, else a new
     /// unique one from its first date and title (then taken).
     fn name_for(&mut self, manifest: &Manifest, key: &str, chunks: &[&Scanned]) -> Option<String> {
-        if let Some(name) = manifest.conversations.get(key)?.note.clone() {
-            return Some(name);
+        if let Some(name) = note_of(manifest.conversations.get(key)?) {
+            return Some(name.to_string());
         }
         let first = chunks.iter().min_by_key(|s| first_turn(s))?;
         let last = chunks.iter().max_by_key(|s| first_turn(s))?;
@@ -543,11 +560,35 @@ impl<'d> Pass<'d> {
             last.doc.frontmatter.conversation_id.as_str(),
         );
         let dir = self.root.notes();
-        let name = first_free(&name, |c| {
-            !taken.contains(&c.to_lowercase()) && free_on_disk(&dir, c, owner)
-        });
-        taken.insert(name.to_lowercase());
-        Some(name)
+        let lower = name.to_lowercase();
+        let mut from = self.next.get(&lower).copied().unwrap_or(1);
+        // `from` moves on only past names the manifest holds: a file on
+        // disk that is not free now may become this pass's conversation's
+        // own (a reprocess re-adding them in another order).
+        let mut all_taken = true;
+        let chosen = (from..)
+            .map(|n| (n, numbered(&name, n)))
+            .find(|(n, c)| {
+                if taken.contains(&c.to_lowercase()) {
+                    if all_taken {
+                        from = n + 1;
+                    }
+                    return false;
+                }
+                let free = free_on_disk(&dir, c, owner);
+                all_taken &= free;
+                free
+            })
+            .map(|(n, c)| {
+                if all_taken {
+                    from = n + 1;
+                }
+                c
+            })
+            .expect("some number is free");
+        self.next.insert(lower, from);
+        taken.insert(chosen.to_lowercase());
+        Some(chosen)
     }
 
     /// Writes `text` as the note `name` unless it already says that;
@@ -659,7 +700,7 @@ pub fn check(
         let Ok(Some(text)) = render(key, &chunks) else {
             continue;
         };
-        let Some(name) = &record.note else {
+        let Some(name) = note_of(record) else {
             out.push((
                 "note-missing",
                 key.clone(),
@@ -671,12 +712,12 @@ pub fn check(
             Ok(old) if old == text => {}
             Ok(_) => out.push((
                 "note-outdated",
-                name.clone(),
+                name.to_string(),
                 format!("the note of `{key}` does not list its chunks as they are"),
             )),
             Err(_) => out.push((
                 "note-missing",
-                name.clone(),
+                name.to_string(),
                 format!("the note of `{key}` is gone"),
             )),
         }
@@ -1069,6 +1110,26 @@ mod tests {
         refresh(&root, &mut m, &keys[0], &[]).unwrap();
         refresh(&root, &mut m, &keys[2], &[]).unwrap();
         assert_eq!(names(&m), before);
+    }
+
+    #[test]
+    fn a_recorded_name_that_is_not_a_plain_name_is_never_used() {
+        let dir = tempfile::tempdir().unwrap();
+        let inner = dir.path().join("root");
+        std::fs::create_dir(&inner).unwrap();
+        let root = Root::new(&inner);
+        std::fs::write(inner.join("a.md"), chunk("a", "c1", "1", "Bread", "A.")).unwrap();
+        let key = conversation_key("chatgpt", "c1");
+        let mut m = Manifest::new();
+        let mut rec = record(&["a"], 1);
+        rec.note = Some("../../escaped.md".into());
+        m.conversations.insert(key.clone(), rec);
+        assert!(refresh(&root, &mut m, &key, &[]).unwrap());
+        assert_eq!(
+            m.conversations[&key].note.as_deref(),
+            Some("2024-05-01 Bread.md")
+        );
+        assert!(!dir.path().join("escaped.md").exists());
     }
 
     fn by_id(dir: &Path) -> Vec<(String, Scanned)> {
