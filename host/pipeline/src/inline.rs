@@ -219,7 +219,7 @@ impl InlineWriter {
                     // 4. the manifest, all under the lock.
                     self.log_raw(turns, &mut steps);
                     self.chunk(turns, &mut steps);
-                    self.index_chunks(&mut steps);
+                    self.index_and_flush(&mut steps);
                     self.record(&mut steps);
                 }
                 Err(e) => fail_all(&mut steps, e, |s| matches!(s, Step::Checked)),
@@ -354,6 +354,26 @@ impl InlineWriter {
                 header_pending: false,
             }),
         })
+    }
+
+    /// Step 3, [`InlineWriter::index_chunks`], with the chunk files on
+    /// their way to disk (a `syncfs`) while the model embeds: the
+    /// manifest's own sync, which makes them durable before it is saved,
+    /// then has little left to do.
+    fn index_and_flush(&self, steps: &mut [Step]) {
+        let chunks = steps.iter().any(|s| matches!(s, Step::Chunk { .. }));
+        if !chunks || self.indexer.is_none() {
+            self.index_chunks(steps);
+            return;
+        }
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                if let Err(e) = crate::atomic::sync(&self.root) {
+                    tracing::debug!("early sync of the chunk files: {e}");
+                }
+            });
+            self.index_chunks(steps);
+        });
     }
 
     /// Step 3: indexes every chunk of the batch in one call (one embedding
