@@ -199,8 +199,9 @@ impl InlineWriter {
 
     /// Processes turns that arrived together, in their order, as
     /// [`InlineWriter::turn`] would one after another, with the work they
-    /// share done once: one root lock, one fsync per raw log, one embedding
-    /// call and one index write for all their chunks, one manifest save.
+    /// share done once: one root lock, one sync of the raw logs, one
+    /// embedding call and one index write for all their chunks, one
+    /// manifest save.
     /// The order stays: raw logs durable → chunk files → index → manifest;
     /// only then is an answer `Ok`. Each turn gets its own answer (in the
     /// order given): one bad turn fails alone.
@@ -242,7 +243,7 @@ impl InlineWriter {
     }
 
     /// Step 1: appends each new turn to its session's raw log, then makes
-    /// every log written durable (one fsync per file). A turn the manifest
+    /// every log written durable ([`sync_logs`]). A turn the manifest
     /// already records is answered as a resend and logs nothing.
     fn log_raw(&mut self, turns: &[Turn], steps: &mut [Step]) {
         // Per session: a handle on its log, to sync once.
