@@ -618,16 +618,23 @@ impl<'d> Pass<'d> {
 }
 
 /// What a conversation's record looked like when its note was last
-/// brought in line: how many chunks, up to which pair.
-type Seen = (usize, u32);
+/// brought in line: how many chunks, up to which pair, the last chunk's
+/// id, the note's name.
+type Seen = (usize, u32, Option<String>, Option<String>);
 
 fn seen(record: &ConversationRecord) -> Seen {
-    (record.chunk_ids.len(), record.last_pair)
+    (
+        record.chunk_ids.len(),
+        record.last_pair,
+        record.chunk_ids.last().cloned(),
+        record.note.clone(),
+    )
 }
 
 /// Keeps the notes of a batch import in line: remembers each
 /// conversation's record as the import found it, and after each input
-/// refreshes the notes of the conversations that changed (or have none).
+/// refreshes the notes of the conversations that changed (or have none)
+/// and removes those of the conversations that are gone.
 pub struct Notes {
     seen: HashMap<String, Seen>,
 }
@@ -645,17 +652,23 @@ impl Notes {
     }
 
     /// Refreshes the notes of the conversations whose record changed since
-    /// the last call, or that have chunks but no note. A note that cannot
-    /// be written is logged and left to `verify`; the import goes on.
-    /// Returns how many notes were written.
+    /// the last call, or that have chunks but no note, and removes the notes
+    /// of conversations gone from the manifest since (their chunks taken
+    /// out to be written again: late batch results, a reprocess). A note
+    /// that cannot be written is logged and left to `verify`; the import
+    /// goes on. Returns how many notes were written.
     pub fn update(&mut self, root: &Root, manifest: &mut Manifest) -> usize {
         let started = std::time::Instant::now();
+        self.remove_gone(root, manifest);
+        let restored = self.restore_names(manifest);
         let due: Vec<String> = manifest
             .conversations
             .iter()
             .filter(|(k, c)| {
                 !c.chunk_ids.is_empty()
-                    && (c.note.is_none() || self.seen.get(k.as_str()) != Some(&seen(c)))
+                    && (c.note.is_none()
+                        || restored.contains(k.as_str())
+                        || self.seen.get(k.as_str()) != Some(&seen(c)))
             })
             .map(|(k, _)| k.clone())
             .collect();
@@ -676,6 +689,81 @@ impl Notes {
         );
         written
     }
+
+    /// A conversation whose record was made anew during the run (its
+    /// chunks taken out and written again: late batch results, a
+    /// reprocess) keeps the name its note had, unless another conversation
+    /// has taken it meanwhile.
+    fn restore_names(&self, manifest: &mut Manifest) -> BTreeSet<String> {
+        let lost: Vec<(String, String)> = manifest
+            .conversations
+            .iter()
+            .filter(|(_, c)| c.note.is_none() && !c.chunk_ids.is_empty())
+            .filter_map(|(k, _)| Some((k.clone(), self.seen.get(k)?.3.clone()?)))
+            .collect();
+        let mut restored = BTreeSet::new();
+        if lost.is_empty() {
+            return restored;
+        }
+        let mut claimed: BTreeSet<String> = manifest
+            .conversations
+            .values()
+            .filter_map(note_of)
+            .map(str::to_lowercase)
+            .collect();
+        for (key, name) in lost {
+            if claimed.insert(name.to_lowercase())
+                && let Some(c) = manifest.conversations.get_mut(&key)
+            {
+                c.note = Some(name);
+                restored.insert(key);
+            }
+        }
+        restored
+    }
+
+    /// Removes the notes of the conversations that had chunks and a note
+    /// and now have neither, unless another conversation holds the name.
+    fn remove_gone(&mut self, root: &Root, manifest: &Manifest) {
+        let gone: Vec<String> = self
+            .seen
+            .keys()
+            .filter(|k| {
+                let record = manifest.conversations.get(k.as_str());
+                record.is_none_or(|c| c.chunk_ids.is_empty() && c.note.is_none())
+            })
+            .cloned()
+            .collect();
+        if gone.is_empty() {
+            return;
+        }
+        let claimed: BTreeSet<&str> = manifest
+            .conversations
+            .values()
+            .filter_map(note_of)
+            .collect();
+        for key in gone {
+            let Some((_, _, _, Some(name))) = self.seen.remove(&key) else {
+                continue;
+            };
+            let plain = crate::atomic::plain_name(&name).is_ok();
+            if plain
+                && !claimed.contains(name.as_str())
+                && is_ours(root, &name)
+                && let Err(e) = fs_err::remove_file(root.notes().join(&name))
+            {
+                tracing::warn!("{e}");
+            }
+        }
+    }
+}
+
+/// Whether the file `name` in the notes folder is a note chatmill wrote
+/// (its first property is `chatmill_note`).
+fn is_ours(root: &Root, name: &str) -> bool {
+    fs_err::read_to_string(root.notes().join(name)).is_ok_and(|t| {
+        ChunkDoc::split(&t).is_ok_and(|(yaml, _)| yaml.starts_with("chatmill_note:"))
+    })
 }
 
 /// A note that is not what the chunk files make it: `(kind, subject,
@@ -747,11 +835,7 @@ fn orphans(root: &Root, manifest: &Manifest) -> Vec<String> {
         .flatten()
         .filter_map(|e| e.file_name().into_string().ok())
         .filter(|n| n.ends_with(".md") && !claimed.contains(n.as_str()))
-        .filter(|n| {
-            fs_err::read_to_string(root.notes().join(n)).is_ok_and(|t| {
-                ChunkDoc::split(&t).is_ok_and(|(yaml, _)| yaml.starts_with("chatmill_note:"))
-            })
-        })
+        .filter(|n| is_ours(root, n))
         .collect();
     out.sort();
     out
@@ -1130,6 +1214,70 @@ mod tests {
             Some("2024-05-01 Bread.md")
         );
         assert!(!dir.path().join("escaped.md").exists());
+    }
+
+    #[test]
+    fn the_note_of_a_conversation_taken_out_goes_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path());
+        std::fs::write(
+            dir.path().join("a.md"),
+            chunk("a", "c1", "1", "Bread", "A."),
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("b.md"), chunk("b", "c2", "1", "Soup", "B.")).unwrap();
+        let mut m = Manifest::new();
+        let (k1, k2) = (
+            conversation_key("chatgpt", "c1"),
+            conversation_key("chatgpt", "c2"),
+        );
+        m.conversations.insert(k1.clone(), record(&["a"], 1));
+        m.conversations.insert(k2.clone(), record(&["b"], 1));
+        let mut notes = Notes::new(&m);
+        assert_eq!(notes.update(&root, &mut m), 2);
+        // The import takes c2's chunks out (late batch results): its note
+        // goes at the next update; c1's stays.
+        m.conversations.remove(&k2);
+        notes.update(&root, &mut m);
+        assert!(!root.notes().join("2024-05-01 Soup.md").exists());
+        assert!(root.notes().join("2024-05-01 Bread.md").exists());
+        // A gone conversation's name that a file of the user's has now is
+        // left alone.
+        m.conversations.remove(&k1);
+        std::fs::write(root.notes().join("2024-05-01 Bread.md"), "mine\n").unwrap();
+        notes.update(&root, &mut m);
+        assert!(root.notes().join("2024-05-01 Bread.md").exists());
+    }
+
+    #[test]
+    fn a_conversation_written_again_keeps_its_note_s_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path());
+        std::fs::write(dir.path().join("b.md"), chunk("b", "c2", "1", "Soup", "B.")).unwrap();
+        let mut m = Manifest::new();
+        let key = conversation_key("chatgpt", "c2");
+        m.conversations.insert(key.clone(), record(&["b"], 1));
+        let mut notes = Notes::new(&m);
+        notes.update(&root, &mut m);
+        assert_eq!(
+            m.conversations[&key].note.as_deref(),
+            Some("2024-05-01 Soup.md")
+        );
+        // Its chunks taken out and written again, dated otherwise (the
+        // answers of a batch that came later): a new record, the old name.
+        std::fs::remove_file(dir.path().join("b.md")).unwrap();
+        let again = chunk("b2", "c2", "2", "Soup", "Answered.");
+        std::fs::write(dir.path().join("b2.md"), again).unwrap();
+        m.conversations.insert(key.clone(), record(&["b2"], 2));
+        notes.update(&root, &mut m);
+        let name = m.conversations[&key].note.clone().unwrap();
+        assert_eq!(name, "2024-05-01 Soup.md");
+        let note = std::fs::read_to_string(root.notes().join(&name)).unwrap();
+        assert!(
+            note.contains("[[b2|Turn 2]]") && !note.contains("[[b|"),
+            "{note}"
+        );
+        assert_eq!(std::fs::read_dir(root.notes()).unwrap().count(), 1);
     }
 
     fn by_id(dir: &Path) -> Vec<(String, Scanned)> {
