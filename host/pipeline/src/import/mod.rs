@@ -171,6 +171,7 @@ fn sweep(opts: &ImportOptions) -> Result<(), ImportError> {
     inventory::sweep_temp_files(out_dir);
     inventory::sweep_temp_files(&opts.root);
     inventory::sweep_temp_files(&Root::new(&opts.root).assets());
+    inventory::sweep_temp_files(&Root::new(&opts.root).notes());
     Ok(())
 }
 
