@@ -30,7 +30,10 @@ fn manifest(root: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(root.join(".processing-manifest.json")).unwrap();
     let mut m: serde_json::Value = serde_json::from_str(&text).unwrap();
     for f in m["files"].as_object_mut().unwrap().values_mut() {
-        f.as_object_mut().unwrap().remove("processed_at");
+        let f = f.as_object_mut().unwrap();
+        f.remove("processed_at");
+        // When the run that read it started.
+        f.remove("run");
     }
     m
 }
