@@ -29,9 +29,13 @@ pub mod fill;
 pub mod lexical;
 #[cfg(feature = "minilm")]
 pub mod minilm;
+#[cfg(feature = "minilm")]
+mod quantized;
 pub mod query;
 pub mod rank;
 pub mod remote;
+#[cfg(feature = "minilm")]
+pub mod static_model;
 pub mod time_hint;
 
 pub use cache::Cached;
@@ -44,6 +48,8 @@ pub use query::{
     Index, KEYWORD_WEIGHT, Mode, NEIGHBOUR_SHARE, SearchRequest, SearchResults, WeightedQuery,
 };
 pub use remote::{RemoteConfig, RemoteEmbedder};
+#[cfg(feature = "minilm")]
+pub use static_model::StaticModel;
 
 /// What the index keeps about a chunk: the frontmatter fields searches are
 /// scoped and shown by.

@@ -196,6 +196,24 @@ impl MiniLm {
         Ok(self.model.quantize(&calibration.concat(), &lens))
     }
 
+    /// The tokenizer (truncating at the model's length, no padding).
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+
+    /// The vector of each token as a sentence of its own, `[CLS] t [SEP]`
+    /// (what a static model is distilled from).
+    pub fn embed_token_sentences(&self, tokens: &[u32]) -> Result<Vec<Vec<f32>>, IndexError> {
+        let special = |t: &str| {
+            self.tokenizer
+                .token_to_id(t)
+                .ok_or_else(|| embed_err(&self.id, format!("the tokenizer has no {t} token")))
+        };
+        let (cls, sep) = (special("[CLS]")?, special("[SEP]")?);
+        let seqs: Vec<Vec<u32>> = tokens.iter().map(|&t| vec![cls, t, sep]).collect();
+        self.embed_pass(&seqs)
+    }
+
     /// The token ids of `texts`, each truncated to the model's length.
     fn tokenize(&self, texts: &[&str]) -> Result<Vec<Vec<u32>>, IndexError> {
         let encodings = self

@@ -33,7 +33,7 @@ use std::time::Instant;
 use chatmill_index::minilm::Precision;
 use chatmill_index::{
     Cached, ChunkRecord, Embedder, Filter, Hit, Index, Indexer, Lexical, MiniLm, Mode,
-    SearchRequest, SqliteStore, minilm,
+    SearchRequest, SqliteStore, StaticModel, minilm,
 };
 use chatmill_model::{Conversation, Pair, Part};
 use chatmill_pipeline::header::ExtractiveWriter;
@@ -341,7 +341,7 @@ fn build(
 type Spec<'a> = (&'static str, Mode, &'a str, &'a Arc<dyn Embedder>, Text);
 
 fn variants(work: &Path, records: &[ChunkRecord], embedders: &Embedders) -> Vec<Variant> {
-    let specs: [Spec<'_>; 9] = [
+    let specs: [Spec<'_>; 11] = [
         (
             "hybrid (default)",
             Mode::Hybrid,
@@ -399,6 +399,20 @@ fn variants(work: &Path, records: &[ChunkRecord], embedders: &Embedders) -> Vec<
             Text::HeaderPrompt,
         ),
         (
+            "hybrid, static (distilled from MiniLM)",
+            Mode::Hybrid,
+            "static",
+            &embedders.static_model,
+            Text::HeaderPrompt,
+        ),
+        (
+            "dense, static (distilled from MiniLM)",
+            Mode::Semantic,
+            "static",
+            &embedders.static_model,
+            Text::HeaderPrompt,
+        ),
+        (
             "dense, MiniLM int8",
             Mode::Semantic,
             "int8",
@@ -433,6 +447,7 @@ fn wanted(name: &str) -> bool {
 struct Embedders {
     exact: Arc<dyn Embedder>,
     int8: Arc<dyn Embedder>,
+    static_model: Arc<dyn Embedder>,
     lexical: Arc<dyn Embedder>,
 }
 
@@ -448,6 +463,7 @@ impl Embedders {
         Self {
             exact: cached(Precision::Exact, "locomo-embeddings.sqlite3"),
             int8: cached(Precision::Fast, "locomo-embeddings-int8.sqlite3"),
+            static_model: Arc::new(StaticModel::load(model_dir).expect("static model")),
             lexical: Arc::new(Lexical::default()),
         }
     }
