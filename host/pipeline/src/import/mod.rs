@@ -10,6 +10,7 @@
 //! of work, not per file), so a killed run resumes where it stopped and
 //! converges to the same result.
 
+mod ahead;
 mod catch_up;
 mod group;
 mod live;
@@ -131,30 +132,37 @@ fn run_grouped(
         })?;
     let items = select::without_own_files(items, &opts.root, &opts.processor.out_dir);
     let assets = Assets::new(&opts.root, &items);
-    let mut run = Driver::new(svc, opts, manifest_path, manifest, group_time);
-    // The index takes the chunks the manifest has and it lacks (a killed
-    // run, an index that was down) before the run adds its own: what there
-    // is to compare is then only what earlier runs left (nothing, in a first
-    // import), and the run does not end on a pass over every id.
-    run.catch_up();
-    for b in broken {
-        run.summary.errors.push(FileProblem {
-            file: b.path.display().to_string(),
-            reason: b.message,
-            hint: Some("the archive is damaged or incomplete; download the export again".into()),
-            retryable: false,
-        });
-    }
-    progress(Progress::Inventory { files: items.len() });
-    for (index, item) in items.iter().enumerate() {
-        progress(Progress::File {
-            index,
-            of: items.len(),
-            name: &item.key,
-        });
-        run.input(item, &items, &assets)?;
-    }
-    run.finish(&items)
+    std::thread::scope(|scope| {
+        let mut run = Driver::new(svc, opts, manifest_path, manifest, group_time);
+        // The index takes the chunks the manifest has and it lacks (a killed
+        // run, an index that was down) before the run adds its own: what
+        // there is to compare is then only what earlier runs left (nothing,
+        // in a first import), and the run does not end on a pass over every
+        // id.
+        run.catch_up();
+        for b in broken {
+            run.summary.errors.push(FileProblem {
+                file: b.path.display().to_string(),
+                reason: b.message,
+                hint: Some(
+                    "the archive is damaged or incomplete; download the export again".into(),
+                ),
+                retryable: false,
+            });
+        }
+        progress(Progress::Inventory { files: items.len() });
+        for (index, item) in items.iter().enumerate() {
+            progress(Progress::File {
+                index,
+                of: items.len(),
+                name: &item.key,
+            });
+            run.ahead
+                .start(scope, svc, opts, &run.manifest, (&items, index));
+            run.input(item, &items, &assets)?;
+        }
+        run.finish(&items)
+    })
 }
 
 /// Creates the chunk folder and sweeps what a killed run may have left:
@@ -176,9 +184,11 @@ fn sweep(opts: &ImportOptions) -> Result<(), ImportError> {
 }
 
 /// One import between its inputs: the manifest and the processor as of
-/// the last input, the summary so far, and the open group.
-struct Driver<'r, 's> {
+/// the last input, the summary so far, the open group, and the parses
+/// running ahead.
+struct Driver<'r, 'p, 's> {
     svc: &'r Services<'s>,
+    ahead: ahead::Ahead<'p, 's>,
     opts: &'r ImportOptions,
     manifest_path: PathBuf,
     manifest: Manifest,
@@ -196,7 +206,7 @@ struct Driver<'r, 's> {
     notes: crate::notes::Notes,
 }
 
-impl<'r, 's> Driver<'r, 's> {
+impl<'r, 'p, 's> Driver<'r, 'p, 's> {
     fn new(
         svc: &'r Services<'s>,
         opts: &'r ImportOptions,
@@ -207,6 +217,7 @@ impl<'r, 's> Driver<'r, 's> {
         let group = group::Group::new(opts.root.clone(), manifest_path.clone(), group_time);
         Self {
             svc,
+            ahead: ahead::Ahead::new(),
             opts,
             processor: Processor::new(opts.processor.clone(), svc.header, &manifest),
             notes: crate::notes::Notes::new(&manifest),
@@ -251,6 +262,7 @@ impl<'r, 's> Driver<'r, 's> {
         self.plan_reprocess(items);
         let mut work = Work {
             svc: self.svc,
+            ahead: &mut self.ahead,
             opts: self.opts,
             processor: &mut self.processor,
             manifest: &mut self.manifest,
@@ -368,8 +380,10 @@ fn merge_indexed(summary: &mut Summary, failure: &mut IndexFailure, done: Indexe
 type IndexFailure = Option<(u32, chatmill_index::IndexError)>;
 
 /// What importing one input works on and reports to.
-struct Work<'r, 's> {
+struct Work<'r, 'p, 's> {
     svc: &'r Services<'s>,
+    /// The inputs parsed ahead of their turn.
+    ahead: &'r mut ahead::Ahead<'p, 's>,
     opts: &'r ImportOptions,
     processor: &'r mut Processor<'s>,
     manifest: &'r mut Manifest,

@@ -112,7 +112,7 @@ impl Hashing<'_> {
 
 /// Reports that the input `key` cannot be read (`e`); a later run may
 /// read it.
-pub(super) fn unreadable(w: &mut Work<'_, '_>, key: &str, e: &dyn std::fmt::Display) {
+pub(super) fn unreadable(w: &mut Work<'_, '_, '_>, key: &str, e: &dyn std::fmt::Display) {
     w.summary.errors.push(FileProblem {
         file: key.to_string(),
         reason: format!("cannot read it: {e}"),
@@ -127,7 +127,7 @@ pub(super) fn unreadable(w: &mut Work<'_, '_>, key: &str, e: &dyn std::fmt::Disp
 /// are not written twice); that it could not be read is reported unless
 /// its import reported a failure already.
 pub(super) fn record_file(
-    w: &mut Work<'_, '_>,
+    w: &mut Work<'_, '_, '_>,
     key: &str,
     mut record: FileRecord,
     hashing: Option<Hashing<'_>>,
@@ -185,7 +185,7 @@ impl<'s> Digest<'s> {
 /// adapters that declined it and what the trust boundary changed (as
 /// warnings), and whether it was processed or failed (with why).
 pub(super) fn outcome(
-    w: &mut Work<'_, '_>,
+    w: &mut Work<'_, '_, '_>,
     key: &str,
     record: &mut FileRecord,
     staged: super::stages::Staged<'_>,
@@ -249,7 +249,7 @@ pub(super) fn outcome(
 /// the pairs of each conversation the input holds and those left out (the
 /// ones left out by earlier runs of a grown input kept), and which chunks
 /// this run added.
-fn counts(w: &mut Work<'_, '_>, key: &str, record: &mut FileRecord) {
+fn counts(w: &mut Work<'_, '_, '_>, key: &str, record: &mut FileRecord) {
     let before = w.manifest.files.get(key);
     let mut pairs = before.map(|r| r.pairs.clone()).unwrap_or_default();
     for (conv, now) in w.processor.take_tally() {
@@ -285,7 +285,7 @@ fn no_pairs_hint(id: &str) -> String {
 /// as joined to it, with the same outcome; the chunks are listed on the
 /// requests file's record.
 pub(super) fn record_companion(
-    w: &mut Work<'_, '_>,
+    w: &mut Work<'_, '_, '_>,
     key: &str,
     record: &mut FileRecord,
     c: &crate::inventory::Item,

@@ -24,7 +24,7 @@ type Hashed<'i, 's> = ((&'i Item, Digest<'s>), Option<(&'i Item, (String, u64))>
 /// content; indexes its new chunks and records it in the manifest (the
 /// caller saves it). Returns the companion when it must be imported on its
 /// own.
-pub(super) fn import_one<'i>(w: &mut Work<'_, '_>, item: &'i Item) -> Option<&'i Item> {
+pub(super) fn import_one<'i>(w: &mut Work<'_, '_, '_>, item: &'i Item) -> Option<&'i Item> {
     if item.companion.is_none() && !w.manifest.files.contains_key(&item.key) {
         return import_new(w, item);
     }
@@ -82,7 +82,7 @@ pub(super) fn import_one<'i>(w: &mut Work<'_, '_>, item: &'i Item) -> Option<&'i
 
 /// Reads an input a reprocess is due to read again, whatever its hash
 /// says (with its batch companion, when it has one).
-fn reread<'i>(w: &mut Work<'_, '_>, item: &'i Item) -> Option<&'i Item> {
+fn reread<'i>(w: &mut Work<'_, '_, '_>, item: &'i Item) -> Option<&'i Item> {
     let (sha256, size) = match item.hash() {
         Ok(h) => h,
         Err(e) => {
@@ -103,7 +103,7 @@ fn reread<'i>(w: &mut Work<'_, '_>, item: &'i Item) -> Option<&'i Item> {
 /// of a second of a core that would otherwise be idle), a zip entry while
 /// it is copied out (so it is inflated once, not once for the hash and
 /// again for the copy).
-fn import_new<'i>(w: &mut Work<'_, '_>, item: &'i Item) -> Option<&'i Item> {
+fn import_new<'i>(w: &mut Work<'_, '_, '_>, item: &'i Item) -> Option<&'i Item> {
     let inventory::Source::File(path) = &item.source else {
         return import_parsed(w, ((item, Digest::InCopy), None));
     };
@@ -137,8 +137,8 @@ fn unchanged(manifest: &Manifest, key: &str, sha256: &str) -> bool {
 /// The input an adapter reads for `item` (`size` bytes, at `local`): it
 /// sees the entry's own name (session ids, shard numbers come from it), and
 /// messages name the input as the user knows it.
-fn file_input(item: &Item, size: u64, local: &inventory::Materialized) -> Input {
-    let path = local.path.clone();
+pub(super) fn file_input(item: &Item, size: u64, local: &std::path::Path) -> Input {
+    let path = local.to_path_buf();
     Input::from_opener(
         item.file_name.clone(),
         item.key.clone(),
@@ -252,7 +252,7 @@ pub(super) fn without_own_files(
 /// through the stages and records the outcome. Returns the companion when
 /// it needs an import of its own.
 fn import_parsed<'i>(
-    w: &mut Work<'_, '_>,
+    w: &mut Work<'_, '_, '_>,
     ((item, digest), companion): Hashed<'i, '_>,
 ) -> Option<&'i Item> {
     let alone = companion.as_ref().map(|(c, _)| *c);
@@ -290,9 +290,14 @@ fn import_parsed<'i>(
         record_file(w, &item.key, record, hashing);
         return alone;
     }
-    let input = file_input(item, size, &local);
+    let input = file_input(item, size, &local.path);
     let format = w.opts.format.as_deref();
-    let candidates = match w.svc.adapters.candidates(w.svc.runtime, &input, format) {
+    // Sniffed (and being parsed) ahead, or sniffed now.
+    let ahead = w.ahead.take(&item.key);
+    let selected = ahead.as_ref().and_then(super::ahead::Parse::selected);
+    let selected =
+        selected.unwrap_or_else(|| w.svc.adapters.candidates(w.svc.runtime, &input, format));
+    let candidates = match selected {
         Ok(c) => c,
         Err(e) => {
             not_selected(w, &item.key, &mut record, &e);
@@ -313,7 +318,7 @@ fn import_parsed<'i>(
             (j.input(item, &local, size), None)
         }
     };
-    let staged = super::stages::chunk_input(w, &candidates, &input, item, &mut record);
+    let staged = super::stages::chunk_input(w, &candidates, &input, item, &mut record, ahead);
     drop(local);
     super::record::outcome(w, &item.key, &mut record, staged);
     if let Some(j) = joined {
@@ -325,7 +330,7 @@ fn import_parsed<'i>(
 
 /// Records why no adapter was chosen for `key`: unrecognized (skipped) or
 /// ambiguous (failed).
-fn not_selected(w: &mut Work<'_, '_>, key: &str, record: &mut FileRecord, e: &SelectError) {
+fn not_selected(w: &mut Work<'_, '_, '_>, key: &str, record: &mut FileRecord, e: &SelectError) {
     let (hint, reason) = (e.hint(), e.to_string());
     let unrecognized = matches!(e, SelectError::Unrecognized { .. });
     let p = problem(key, reason.clone(), hint, false);
@@ -363,12 +368,12 @@ impl Joined<'_> {
 /// The companion, when `adapter` reads it too (else it is imported on its
 /// own, later).
 fn same_adapter<'i>(
-    w: &Work<'_, '_>,
+    w: &Work<'_, '_, '_>,
     (c, hash): (&'i Item, (String, u64)),
     adapter: &LoadedAdapter,
 ) -> Option<Joined<'i>> {
     let local = c.materialize(&w.opts.root).ok()?;
-    let input = file_input(c, hash.1, &local);
+    let input = file_input(c, hash.1, &local.path);
     let format = w.opts.format.as_deref();
     let same = w
         .svc
@@ -386,7 +391,7 @@ fn same_adapter<'i>(
 /// fewer of them (results read while the batch still ran), its chunks lack
 /// answers: they are taken out, to be written again, answered.
 fn forget_unanswered(
-    w: &mut Work<'_, '_>,
+    w: &mut Work<'_, '_, '_>,
     item: &Item,
     j: &Joined<'_>,
     record: &mut FileRecord,

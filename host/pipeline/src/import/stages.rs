@@ -51,7 +51,7 @@ pub(super) struct Parsed<'a> {
 
 /// Parses `input` with the first of `candidates` that takes it, sending
 /// each conversation (or the error that ends the parse) on `tx`.
-fn parse_into<'a>(
+pub(super) fn parse_into<'a>(
     svc: &Services<'a>,
     candidates: &[&'a LoadedAdapter],
     input: &Input,
@@ -148,23 +148,31 @@ impl ChunkSink for FileSink<'_> {
 /// Parses `input` with the first of `candidates` that takes it and writes
 /// its chunks; the chunk ids go on `record`, the index's outcome into the
 /// summary, the chunks waiting for a header model into the backfill queue.
+/// `ahead`: the input's parse, when it was started ahead of its turn.
 pub(super) fn chunk_input<'a>(
-    w: &mut Work<'_, 'a>,
+    w: &mut Work<'_, '_, 'a>,
     candidates: &[&'a LoadedAdapter],
     input: &Input,
     item: &Item,
     record: &mut FileRecord,
+    ahead: Option<super::ahead::Parse<'_, 'a>>,
 ) -> Staged<'a> {
     let svc = w.svc;
     let mut counts = (0usize, 0u32);
     let (result, parsed, sink) = std::thread::scope(|scope| {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Conversation, String>>(4);
-        // Live: whether the input's last line is still being written.
-        let live = w.opts.live.then(|| match &item.source {
-            crate::inventory::Source::File(path) => super::live::ends_mid_line(path),
-            _ => false,
-        });
-        let parser = scope.spawn(move || parse_into(svc, candidates, input, live, &tx));
+        let (rx, parser) = match ahead {
+            Some(p) => (p.conversations, Parser::Ahead(p.parser)),
+            None => {
+                let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Conversation, String>>(4);
+                // Live: whether the input's last line is still being written.
+                let live = w.opts.live.then(|| match &item.source {
+                    crate::inventory::Source::File(path) => super::live::ends_mid_line(path),
+                    _ => false,
+                });
+                let handle = scope.spawn(move || parse_into(svc, candidates, input, live, &tx));
+                (rx, Parser::Here(handle))
+            }
+        };
         let sink = FileSink {
             chunk_ids: Mutex::default(),
             backfill: Mutex::default(),
@@ -181,9 +189,7 @@ pub(super) fn chunk_input<'a>(
         if let Some(done) = index.map(IndexSink::finish) {
             super::merge_indexed(w.summary, w.index_failure, done);
         }
-        let parsed = parser
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        let parsed = parser.join();
         (result, parsed, (chunk_ids, backfill))
     });
     w.summary.pairs_waiting += parsed.waiting;
@@ -214,6 +220,22 @@ pub(super) fn chunk_input<'a>(
     }
 }
 
+/// The thread parsing an input: started for it, or ahead of its turn.
+enum Parser<'here, 'ahead, 'a> {
+    Here(std::thread::ScopedJoinHandle<'here, Parsed<'a>>),
+    Ahead(std::thread::ScopedJoinHandle<'ahead, Parsed<'a>>),
+}
+
+impl<'a> Parser<'_, '_, 'a> {
+    fn join(self) -> Parsed<'a> {
+        let joined = match self {
+            Self::Here(h) => h.join(),
+            Self::Ahead(h) => h.join(),
+        };
+        joined.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    }
+}
+
 /// A conversation prepared on the pool: its pairs, the items the adapter
 /// skipped in it, and its chunks (written, not yet committed).
 type Done = (usize, u32, Result<Prepared, String>);
@@ -226,7 +248,7 @@ type Done = (usize, u32, Result<Prepared, String>);
 /// the export's files (`links`) before a conversation is prepared. `counts`
 /// gets the pairs parsed and the items skipped.
 fn prepare_and_commit(
-    w: &mut Work<'_, '_>,
+    w: &mut Work<'_, '_, '_>,
     parsed: Receiver<Result<Conversation, String>>,
     sink: &(dyn ChunkSink + '_),
     (file, links): ((&str, DateTime<Utc>), (&Assets<'_>, &Item)),
