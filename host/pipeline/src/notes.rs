@@ -150,6 +150,17 @@ fn free_on_disk(dir: &Path, name: &str, (platform, id): (&str, &str)) -> bool {
         .is_some_and(|f| f.source_platform == platform && f.conversation_id == id)
 }
 
+/// The lowercase names of the files in `dir` (none when it is not there).
+fn listed_names(dir: &Path) -> std::collections::HashSet<String> {
+    let Ok(entries) = fs_err::read_dir(dir) else {
+        return Default::default();
+    };
+    entries
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_lowercase())
+        .collect()
+}
+
 /// The note name the manifest records for `record`, when it is one plain
 /// `.md` file name (a hand-edited manifest never points a read or a write
 /// elsewhere; a name that is not is chosen again).
@@ -436,6 +447,11 @@ struct Pass<'d> {
     /// "New chat"s) are numbered in one pass, not each from 2 again.
     next: HashMap<String, u32>,
     folder: Option<crate::atomic::Folder>,
+    /// The lowercase names of the files in the notes folder, listed once
+    /// when a pass names a note: a name not among them needs no read (a
+    /// failed open per new note was a good part of a first import's notes
+    /// on this machine's disk).
+    on_disk: Option<std::collections::HashSet<String>>,
 }
 
 impl<'d> Pass<'d> {
@@ -446,6 +462,7 @@ impl<'d> Pass<'d> {
             taken: None,
             next: HashMap::new(),
             folder: None,
+            on_disk: None,
         }
     }
 
@@ -560,6 +577,7 @@ impl<'d> Pass<'d> {
             last.doc.frontmatter.conversation_id.as_str(),
         );
         let dir = self.root.notes();
+        let on_disk = self.on_disk.get_or_insert_with(|| listed_names(&dir));
         let lower = name.to_lowercase();
         let mut from = self.next.get(&lower).copied().unwrap_or(1);
         // `from` moves on only past names the manifest holds: a file on
@@ -575,7 +593,7 @@ impl<'d> Pass<'d> {
                     }
                     return false;
                 }
-                let free = free_on_disk(&dir, c, owner);
+                let free = !on_disk.contains(&c.to_lowercase()) || free_on_disk(&dir, c, owner);
                 all_taken &= free;
                 free
             })
@@ -596,8 +614,15 @@ impl<'d> Pass<'d> {
     fn write_note(&mut self, name: &str, text: &str) -> Result<bool, NoteError> {
         let dir = self.root.notes();
         let path = dir.join(name);
-        if fs_err::read_to_string(&path).is_ok_and(|old| old == text) {
+        // The folder's list, when this pass made one, says whether there is
+        // an old note to compare with.
+        let lower = name.to_lowercase();
+        let there = self.on_disk.as_ref().is_none_or(|l| l.contains(&lower));
+        if there && fs_err::read_to_string(&path).is_ok_and(|old| old == text) {
             return Ok(false);
+        }
+        if let Some(listed) = &mut self.on_disk {
+            listed.insert(lower);
         }
         let write = |source| NoteError::Write {
             path: path.clone(),
