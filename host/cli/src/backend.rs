@@ -27,6 +27,9 @@ pub enum Provider {
     Openai,
     /// The lexical stand-in (no model; keyword-like similarity).
     Lexical,
+    /// Static token vectors distilled from the local model (model2vec's
+    /// method): a hundred times faster, a little less accurate.
+    Static,
 }
 
 /// `[embedding]` in config.toml.
@@ -93,17 +96,19 @@ pub fn embedder(root: &Path, cfg: &EmbeddingConfig) -> Result<Arc<dyn Embedder>,
         Some("local") => Provider::Local,
         Some("openai") => Provider::Openai,
         Some("lexical") => Provider::Lexical,
+        Some("static") => Provider::Static,
         Some(other) if !other.is_empty() => {
             return Err(CliError::usage(anyhow::anyhow!(
                 "CHATMILL_EMBEDDING=`{other}` is not a provider"
             ))
-            .hint("use local, openai or lexical"));
+            .hint("use local, static, openai or lexical"));
         }
         _ => cfg.provider,
     };
     let real: Result<Box<dyn Embedder>, IndexError> = match provider {
         Provider::Lexical => return Ok(Arc::new(Lexical::default())),
-        Provider::Local => local(cfg),
+        Provider::Local => local(cfg, false),
+        Provider::Static => local(cfg, true),
         Provider::Openai => {
             let (Some(url), Some(model)) = (&cfg.url, &cfg.model) else {
                 return Err(CliError::usage(anyhow::anyhow!(
@@ -143,8 +148,9 @@ pub fn embedder(root: &Path, cfg: &EmbeddingConfig) -> Result<Arc<dyn Embedder>,
     Ok(Arc::new(cached))
 }
 
+/// The local model, or (`distilled`) the static embedder made from it.
 #[cfg(feature = "local-model")]
-fn local(cfg: &EmbeddingConfig) -> Result<Box<dyn Embedder>, IndexError> {
+fn local(cfg: &EmbeddingConfig, distilled: bool) -> Result<Box<dyn Embedder>, IndexError> {
     use chatmill_index::minilm;
     let Some(dir) = minilm::resolve(cfg.model_dir.as_deref()) else {
         let looked: Vec<String> = minilm::candidates(cfg.model_dir.as_deref())
@@ -159,11 +165,14 @@ fn local(cfg: &EmbeddingConfig) -> Result<Box<dyn Embedder>, IndexError> {
             ),
         });
     };
+    if distilled {
+        return Ok(Box::new(chatmill_index::StaticModel::load(&dir)?));
+    }
     Ok(Box::new(chatmill_index::MiniLm::load(&dir)?))
 }
 
 #[cfg(not(feature = "local-model"))]
-fn local(_cfg: &EmbeddingConfig) -> Result<Box<dyn Embedder>, IndexError> {
+fn local(_cfg: &EmbeddingConfig, _distilled: bool) -> Result<Box<dyn Embedder>, IndexError> {
     Err(IndexError::Embed {
         model: "all-MiniLM-L6-v2".into(),
         message: "this build of chatmill has no local model support".into(),
@@ -199,4 +208,26 @@ pub fn open(
     // Hits' text comes from their chunk files (the embedded store keeps no
     // copy of it).
     Ok(Index::new(store, embedder(root, embedding)?).with_documents(root))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `[embedding] provider = "static"` reads, and with the model
+    /// installed gives the distilled embedder (its id says so).
+    #[test]
+    fn the_static_provider_gives_the_distilled_embedder() {
+        let cfg: EmbeddingConfig = toml::from_str("provider = \"static\"").unwrap();
+        assert_eq!(cfg.provider, Provider::Static);
+        #[cfg(feature = "local-model")]
+        if chatmill_index::minilm::resolve(None).is_some()
+            && std::env::var_os("CHATMILL_EMBEDDING").is_none()
+        {
+            let root = tempfile::tempdir().unwrap();
+            let e = embedder(root.path(), &cfg).unwrap();
+            assert!(e.id().starts_with("static:"), "{}", e.id());
+            assert_eq!(e.embed(&["nginx upload timeout"]).unwrap()[0].len(), 384);
+        }
+    }
 }
