@@ -10,6 +10,10 @@
 //!   texts/s here), reporting the share of the wall time spent inside the
 //!   model — what the rest of the pipeline costs on top of it.
 //!
+//! Each stage also prints its busiest threads' CPU time and the serial
+//! fraction: the busiest thread's CPU time over the stage's (what one core
+//! would take) — what caps the import however many cores it has.
+//!
 //! `cargo bench -p chatmill-pipeline --bench import`
 
 #![allow(clippy::print_stdout, reason = "a benchmark prints its numbers")]
@@ -85,6 +89,72 @@ fn cpu_secs() -> f64 {
     }
 }
 
+/// Every thread's CPU ticks (user + system, USER_HZ) by thread id, with
+/// its name: sampled while a stage runs, so threads that end before it
+/// (one input's parse and index threads) keep their last figure.
+#[derive(Default)]
+struct Threads(std::collections::HashMap<u64, (String, u64)>);
+
+impl Threads {
+    fn sample(&mut self) {
+        let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+            return;
+        };
+        for e in dir.flatten() {
+            let Ok(tid) = e.file_name().to_string_lossy().parse::<u64>() else {
+                continue;
+            };
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            let Some((head, rest)) = stat.rsplit_once(')') else {
+                continue;
+            };
+            let name = head.split_once('(').map_or("?", |(_, n)| n).to_string();
+            // The fields after the name: state, ppid, …, utime (11), stime (12).
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok());
+            if let (Some(u), Some(s)) = (ticks(11), ticks(12)) {
+                let slot = self.0.entry(tid).or_insert((name, 0));
+                slot.1 = slot.1.max(u + s);
+            }
+        }
+    }
+
+    /// Samples every 20 ms until `done`; the samples.
+    fn watch(done: &std::sync::atomic::AtomicBool) -> Self {
+        let mut t = Self::default();
+        while !done.load(Ordering::Relaxed) {
+            t.sample();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        t.sample();
+        t
+    }
+
+    /// The busiest threads, and the serial fraction: the busiest thread's
+    /// CPU time over the whole stage's (what one core would take).
+    fn print(&self, name: &str, before: &Self, total_cpu: f64) {
+        let mut by: Vec<(String, u64)> = self
+            .0
+            .iter()
+            .map(|(tid, (n, t))| (n.clone(), t - before.0.get(tid).map_or(0, |b| b.1)))
+            .filter(|t| t.1 > 0)
+            .collect();
+        by.sort_by_key(|t| std::cmp::Reverse(t.1));
+        let shown: Vec<String> = by
+            .iter()
+            .take(6)
+            .map(|(n, t)| format!("{n} {:.2} s", *t as f64 / 100.0))
+            .collect();
+        let busiest = by.first().map_or(0.0, |t| t.1 as f64 / 100.0);
+        println!(
+            "{name:<8} threads: {} (of {} with CPU time); serial fraction {busiest:.2} / {total_cpu:.2} s = {:.2}",
+            shown.join(", "),
+            by.len(),
+            busiest / total_cpu
+        );
+    }
+}
+
 fn runtime(cache: &Path) -> (Runtime, AdapterSet) {
     let rt = Runtime::new(Limits::default(), Some(cache)).expect("runtime");
     let builtins: Vec<Builtin> = chatmill_builtin::ADAPTERS
@@ -97,13 +167,46 @@ fn runtime(cache: &Path) -> (Runtime, AdapterSet) {
 
 /// One stage, in this process; prints one result line.
 fn stage(name: &str, export: &Path, work: &Path) {
+    // Named, so the thread breakdown tells the pool from the main thread.
+    let _ = rayon::ThreadPoolBuilder::new()
+        .thread_name(|i| format!("pool-{i}"))
+        .build_global();
     let (rt, set) = runtime(&work.join("cache"));
+    let mut before = Threads::default();
+    before.sample();
     let started = Instant::now();
     let cpu_before = cpu_secs();
-    let (pairs, chunks) = match name {
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let ((pairs, chunks), threads) = std::thread::scope(|scope| {
+        let sampler = scope.spawn(|| Threads::watch(&done));
+        let out = run_stage(name, export, work, (&rt, &set));
+        done.store(true, Ordering::Relaxed);
+        (out, sampler.join().expect("the sampler"))
+    });
+    let secs = started.elapsed().as_secs_f64();
+    let cpu = cpu_secs() - cpu_before;
+    println!(
+        "{name:<8} {secs:>7.2} s  {:>9.0} pairs/s  {chunks:>7} chunks  peak RSS {:>6.1} MiB  CPU {cpu:.2} s ({:.2} cores, {:.1} µs per pair)",
+        pairs as f64 / secs,
+        peak_rss_mib(),
+        cpu / secs,
+        1e6 * cpu / pairs as f64
+    );
+    threads.print(name, &before, cpu);
+}
+
+/// What one stage does: the pairs it read and the chunks it wrote.
+fn run_stage(
+    name: &str,
+    export: &Path,
+    work: &Path,
+    (rt, set): (&Runtime, &AdapterSet),
+) -> (usize, usize) {
+    let started = Instant::now();
+    match name {
         "parse" => {
             let input = Input::from_path(export);
-            let adapter = set.select(&rt, &input, None).expect("recognized");
+            let adapter = set.select(rt, &input, None).expect("recognized");
             let mut stream = rt.parse(adapter, &input).expect("parse");
             let mut pairs = 0usize;
             while let Some(c) = stream.next_conversation().expect("conversation") {
@@ -154,8 +257,8 @@ fn stage(name: &str, export: &Path, work: &Path) {
                 live: false,
             };
             let svc = Services {
-                runtime: &rt,
-                adapters: &set,
+                runtime: rt,
+                adapters: set,
                 header: &ExtractiveWriter,
                 indexer: index.as_ref().map(|i| i as &dyn chatmill_index::Indexer),
             };
@@ -174,16 +277,7 @@ fn stage(name: &str, export: &Path, work: &Path) {
             (pairs, s.chunks_written as usize)
         }
         other => panic!("unknown stage {other}"),
-    };
-    let secs = started.elapsed().as_secs_f64();
-    let cpu = cpu_secs() - cpu_before;
-    println!(
-        "{name:<8} {secs:>7.2} s  {:>9.0} pairs/s  {chunks:>7} chunks  peak RSS {:>6.1} MiB  CPU {cpu:.2} s ({:.2} cores, {:.1} µs per pair)",
-        pairs as f64 / secs,
-        peak_rss_mib(),
-        cpu / secs,
-        1e6 * cpu / pairs as f64
-    );
+    }
 }
 
 fn main() {

@@ -114,13 +114,17 @@ impl<'s> IndexSink<'s> {
     /// time and in order.
     pub fn threaded<'e>(scope: &'s Scope<'s, 'e>, indexer: &'s dyn Indexer) -> Self {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(2);
-        let handle = scope.spawn(move || {
+        let index = move || {
             let mut done = Indexed::default();
             for batch in rx {
                 done.add(indexer, &batch);
             }
             done
-        });
+        };
+        let handle = std::thread::Builder::new()
+            .name("chatmill-index".into())
+            .spawn_scoped(scope, index)
+            .expect("a thread for the index");
         Self {
             thread: Some((tx, handle)),
             ..Self::new(indexer)

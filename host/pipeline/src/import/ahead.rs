@@ -111,7 +111,7 @@ fn spawn<'scope, 'a>(
 ) -> Parse<'scope, 'a> {
     let (selected_tx, selected) = sync_channel(1);
     let (tx, conversations) = sync_channel(4);
-    let parser = scope.spawn(move || {
+    let parse = move || {
         let Source::File(path) = &item.source else {
             return Parsed::default();
         };
@@ -127,7 +127,11 @@ fn spawn<'scope, 'a>(
             Some(candidates) if size > 0 => parse_into(svc, &candidates, &input, None, &tx),
             _ => Parsed::default(),
         }
-    });
+    };
+    let parser = std::thread::Builder::new()
+        .name("chatmill-ahead".into())
+        .spawn_scoped(scope, parse)
+        .expect("a thread for the parser");
     Parse {
         selected,
         conversations,

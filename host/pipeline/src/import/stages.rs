@@ -169,7 +169,10 @@ pub(super) fn chunk_input<'a>(
                     crate::inventory::Source::File(path) => super::live::ends_mid_line(path),
                     _ => false,
                 });
-                let handle = scope.spawn(move || parse_into(svc, candidates, input, live, &tx));
+                let handle = std::thread::Builder::new()
+                    .name("chatmill-parse".into())
+                    .spawn_scoped(scope, move || parse_into(svc, candidates, input, live, &tx))
+                    .expect("a thread for the parser");
                 (rx, Parser::Here(handle))
             }
         };
