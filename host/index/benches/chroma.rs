@@ -1,7 +1,8 @@
 //! Upsert throughput into a real ChromaDB server: chatmill's thin client
 //! (base64 vectors, batches under the server's limits, the pipeline's
 //! 256-record index batches) against the official Python client adding the
-//! same records to the same server.
+//! same records to the same server; then kNN queries per second of both
+//! clients on the collection the Python client filled (same vectors).
 //! `cargo bench -p chatmill-index --bench chroma` (needs
 //! `scripts/setup-chroma.sh`; `CHATMILL_BENCH_RECORDS`, default 10,000).
 
@@ -45,7 +46,11 @@ fn main() {
     bench.in_one_call();
     bench.through_index();
     bench.python_client();
+    bench.queries("python_client");
 }
+
+/// Queries run against each collection: the first records' own vectors.
+const QUERIES: usize = 200;
 
 /// One server, the records and their vectors.
 struct Bench {
@@ -138,6 +143,23 @@ impl Bench {
         println!(
             "chatmill Index (lexical embedder + upsert): {:.0} records/s",
             self.records.len() as f64 / secs
+        );
+    }
+
+    /// chatmill's kNN queries (k = 10, documents and metadata included)
+    /// against the collection the Python client filled, which it queried
+    /// with the same vectors.
+    fn queries(&self, collection: &str) {
+        let store = self.store(Some(collection));
+        let secs = seconds(|| {
+            for v in self.vectors.iter().take(QUERIES) {
+                let hits = store.knn(v, 10, &Default::default()).expect("knn");
+                assert!(!hits.is_empty());
+            }
+        });
+        println!(
+            "chatmill client: {QUERIES} queries in {secs:.2} s = {:.0} queries/s (k = 10, collection {collection})",
+            QUERIES as f64 / secs
         );
     }
 
