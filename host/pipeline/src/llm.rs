@@ -361,6 +361,88 @@ impl LlmWriter {
     }
 }
 
+impl LlmWriter {
+    /// One free-form chat turn through this writer's client, permits and
+    /// retries (the judge of `chatmill report --judge` uses it): the
+    /// answer's text, untrusted and unparsed. A JSON object is asked for
+    /// (`json_object`), and not again once the server answers 400 to it.
+    pub fn chat(&self, system: &str, user: &str, max_tokens: u32) -> Result<String, HeaderError> {
+        let _permit = self.permits.acquire();
+        let url = format!("{}/chat/completions", self.cfg.url.trim_end_matches('/'));
+        let mut json_mode = self.format.load(Ordering::Relaxed) < FORMAT_NONE;
+        let mut last = String::new();
+        let mut attempt = 0;
+        while attempt <= self.cfg.retries {
+            if attempt > 0 {
+                std::thread::sleep(Duration::from_millis(200 * (1 << attempt.min(5))));
+            }
+            let mut body = json!({
+                "model": self.cfg.model,
+                "messages": [
+                    {"role": "system", "content": system},
+                    {"role": "user", "content": user},
+                ],
+                "temperature": 0.0,
+                "max_tokens": max_tokens,
+            });
+            if json_mode {
+                body["response_format"] = json!({"type": "json_object"});
+            }
+            let mut req = self.agent.post(&url);
+            if let Some(k) = &self.cfg.api_key {
+                req = req.header("Authorization", &format!("Bearer {k}"));
+            }
+            self.requests.fetch_add(1, Ordering::Relaxed);
+            attempt += 1;
+            let mut resp = match req.send_json(body) {
+                Ok(r) => r,
+                Err(e) => {
+                    last = format!("{url}: {e}");
+                    continue;
+                }
+            };
+            let status = resp.status().as_u16();
+            let text = resp
+                .body_mut()
+                .with_config()
+                .limit(4 << 20)
+                .read_to_string()
+                .unwrap_or_default();
+            match status {
+                200..=299 => {}
+                400 if json_mode => {
+                    json_mode = false;
+                    attempt -= 1;
+                    continue;
+                }
+                408 | 429 | 500..=599 => {
+                    last = format!("{url}: HTTP {status}");
+                    continue;
+                }
+                _ => {
+                    return Err(HeaderError::Failed(format!(
+                        "{url}: HTTP {status}: {}",
+                        truncate(&text, 200)
+                    )));
+                }
+            }
+            let content = serde_json::from_str::<Value>(&text).ok().and_then(|v| {
+                v["choices"][0]["message"]["content"]
+                    .as_str()
+                    .map(str::to_owned)
+            });
+            match content {
+                Some(c) => return Ok(c),
+                None => last = format!("{url}: not a chat completion"),
+            }
+        }
+        Err(HeaderError::Failed(format!(
+            "no answer after {} attempts: {last}",
+            self.cfg.retries + 1
+        )))
+    }
+}
+
 impl HeaderWriter for LlmWriter {
     fn write(&self, input: &HeaderInput<'_>) -> Result<Header, HeaderError> {
         match self.write_strict(input) {
@@ -573,6 +655,31 @@ mod tests {
         let (url, seen, _) = server(vec![(401, "{}".into(), 0)]);
         assert!(LlmWriter::new(cfg(&url)).write_strict(&input()).is_err());
         assert_eq!(seen.lock().unwrap().len(), 1, "401 is not retried");
+    }
+
+    #[test]
+    fn chat_returns_the_raw_answer_and_drops_json_mode_on_400() {
+        let (url, seen, _) = server(vec![
+            (400, r#"{"error":"no response_format"}"#.into(), 0),
+            (500, "{}".into(), 0),
+            (200, completion("not JSON at all"), 0),
+        ]);
+        let w = LlmWriter::new(cfg(&url));
+        assert_eq!(w.chat("grade", "chunk", 50).unwrap(), "not JSON at all");
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 3, "the 400, a retried 500, the answer");
+        assert_eq!(seen[0]["response_format"]["type"], "json_object");
+        assert!(seen[1]["response_format"].is_null());
+        assert_eq!(seen[2]["messages"][0]["content"], "grade");
+        assert_eq!(seen[2]["max_tokens"], 50);
+
+        let (url, seen, _) = server(vec![(404, "{}".into(), 0)]);
+        assert!(
+            LlmWriter::new(cfg(&url))
+                .chat("grade", "chunk", 50)
+                .is_err()
+        );
+        assert_eq!(seen.lock().unwrap().len(), 1, "404 is not retried");
     }
 
     #[test]
