@@ -19,6 +19,7 @@ mod parse;
 mod real_exports;
 mod reliability;
 mod report;
+mod report_judge;
 mod reprocess;
 mod search;
 mod serve;

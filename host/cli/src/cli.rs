@@ -270,6 +270,13 @@ pub struct ReportArgs {
     /// HTML page of charts.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// Also have the configured language model (`[header]`) score criteria
+    /// 1, 2 and 4 on a sample of chunks, beside the measured scores.
+    #[arg(long)]
+    pub judge: bool,
+    /// How many chunks `--judge` sends (evenly spaced by chunk id).
+    #[arg(long, value_name = "N", default_value_t = 12, requires = "judge")]
+    pub judge_sample: usize,
 }
 
 #[derive(Debug, Subcommand)]

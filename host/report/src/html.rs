@@ -80,6 +80,9 @@ pub fn page(report: &Report) -> String {
         report.generated_at.format("%Y-%m-%d %H:%M UTC")
     );
     criteria_table(&mut h, report, &root);
+    if let Some(judge) = &report.judge {
+        judge_table(&mut h, judge);
+    }
     h.push_str("<h2>History</h2>\n");
     for c in charts(report) {
         let _ = writeln!(
@@ -130,6 +133,38 @@ fn criteria_table(h: &mut String, report: &Report, root: &Path) {
         h.push_str("</ul></td></tr>\n");
     }
     h.push_str("</table>\n");
+}
+
+/// The judge's scores beside the measured ones; everything the model
+/// wrote is escaped.
+fn judge_table(h: &mut String, judge: &crate::judge::Judge) {
+    let _ = writeln!(
+        h,
+        "<h2>Judge</h2>\n<p>{}: {} chunks sampled, {} unparsable, {} without an answer</p>\n<table id=\"judge\"><tr><th>#</th><th>criterion</th><th>measured</th><th>judge mean</th><th>n</th></tr>",
+        escape(&judge.model),
+        judge.sample,
+        judge.unparsable,
+        judge.failed
+    );
+    for c in &judge.criteria {
+        let mean = c
+            .judge_mean
+            .map_or_else(|| "no score".into(), |m| format!("{m:.1}"));
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{mean}</td><td>{}</td></tr>",
+            c.number,
+            escape(c.name),
+            c.measured,
+            c.n
+        );
+    }
+    h.push_str("</table>\n<ul>\n");
+    for v in &judge.verdicts {
+        let said = v.reason.as_deref().or(v.problem.as_deref()).unwrap_or("");
+        let _ = writeln!(h, "<li>{}: {}</li>", escape(&v.chunk), escape(said));
+    }
+    h.push_str("</ul>\n");
 }
 
 fn exclusions(h: &mut String, report: &Report) {

@@ -12,6 +12,7 @@ pub mod charts;
 pub mod criteria;
 pub mod facts;
 pub mod html;
+pub mod judge;
 pub mod text;
 
 use std::path::{Path, PathBuf};
@@ -68,6 +69,10 @@ pub struct Report {
     /// The measures the charts of `--html` draw (not in `--json`).
     #[serde(skip)]
     pub facts: Vec<facts::Facts>,
+    /// A language model's rubric scores on a sample (`--judge`), beside
+    /// the measured ones; they never change `criteria` or the exit code.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judge: Option<judge::Judge>,
 }
 
 impl Report {
@@ -149,5 +154,6 @@ pub fn evaluate(path: &Path, scope: Scope) -> Result<Report, ReportError> {
         criteria,
         exclusions,
         facts,
+        judge: None,
     })
 }

@@ -6,6 +6,8 @@
 
 use std::process::ExitCode;
 
+use chatmill_pipeline::llm::LlmWriter;
+use chatmill_report::judge::Judge;
 use chatmill_report::{Report, Scope};
 use chatmill_runtime::model::visible::visible;
 
@@ -27,7 +29,21 @@ pub fn run(ctx: &Context, args: ReportArgs) -> Result<ExitCode, CliError> {
     } else {
         Scope::All
     };
-    let report = chatmill_report::evaluate(&root, scope)?;
+    let writer = if args.judge {
+        let cfg = ctx.header.clone().ok_or_else(|| {
+            CliError::usage(anyhow::anyhow!(
+                "`--judge` needs a language model and none is configured"
+            ))
+            .hint("set `url` and `model` under `[header]` in the config file (any OpenAI-compatible endpoint; `api_key` when it needs one)")
+        })?;
+        Some(LlmWriter::new(cfg))
+    } else {
+        None
+    };
+    let mut report = chatmill_report::evaluate(&root, scope)?;
+    if let Some(writer) = &writer {
+        chatmill_report::judge::judge(&mut report, writer, args.judge_sample);
+    }
     if let Some(path) = &args.html {
         chatmill_report::html::write(&report, path)?;
     }
@@ -94,6 +110,9 @@ pub fn print_summary(report: &Report, detail: bool) {
             println!("  fix: {fix}");
         }
     }
+    if let Some(judge) = &report.judge {
+        print_judge(judge);
+    }
     if detail && !report.exclusions.is_empty() {
         println!(
             "{} pairs left out as mechanical (`--json` lists them all), e.g.:",
@@ -107,5 +126,39 @@ pub fn print_summary(report: &Report, detail: bool) {
                 visible(&e.request)
             );
         }
+    }
+}
+
+/// The judge's means beside the measured scores, and the answers it could
+/// not read (model output: escaped for the terminal).
+fn print_judge(judge: &Judge) {
+    println!(
+        "judge ({}, {} chunks sampled, {} requests, {} unparsable, {} without an answer):",
+        visible(&judge.model),
+        judge.sample,
+        judge.requests,
+        judge.unparsable,
+        judge.failed
+    );
+    for c in &judge.criteria {
+        let mean = c
+            .judge_mean
+            .map_or_else(|| "no score".to_string(), |m| format!("{m:.1}/5"));
+        println!(
+            "  {} {:<28} measured {}/5  judge {mean} (n {})",
+            c.number, c.name, c.measured, c.n
+        );
+    }
+    for v in judge
+        .verdicts
+        .iter()
+        .filter(|v| v.problem.is_some())
+        .take(3)
+    {
+        println!(
+            "  {}: {}",
+            visible(&v.chunk),
+            visible(v.problem.as_deref().unwrap_or_default())
+        );
     }
 }
