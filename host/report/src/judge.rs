@@ -272,4 +272,39 @@ mod tests {
         assert!(parse("{\"self_containment\": \"good\"}").is_none());
         assert!(parse("{\"reason\": \"x\"").is_none());
     }
+
+    #[test]
+    fn the_page_escapes_what_the_model_wrote() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut report = crate::evaluate(dir.path(), crate::Scope::All).unwrap();
+        report.judge = Some(Judge {
+            model: "<b>m</b>".into(),
+            sample: 2,
+            requests: 2,
+            unparsable: 1,
+            failed: 0,
+            criteria: Vec::new(),
+            verdicts: vec![
+                Verdict {
+                    chunk: "a.md".into(),
+                    scores: Some(Scores::default()),
+                    reason: Some("<script>alert(1)</script>".into()),
+                    problem: None,
+                },
+                Verdict {
+                    chunk: "b.md".into(),
+                    scores: None,
+                    reason: None,
+                    problem: Some("unparsable answer: <img src=x onerror=alert(1)>".into()),
+                },
+            ],
+        });
+        let page = crate::html::page(&report);
+        assert!(page.contains("<table id=\"judge\">"), "{page}");
+        assert!(!page.contains("<script>") && !page.contains("<img") && !page.contains("<b>m"));
+        assert!(
+            page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+            "{page}"
+        );
+    }
 }
