@@ -37,7 +37,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension};
 
 pub use keyword::fts_query;
 use schema::{bump_generation, qualified_columns};
@@ -111,12 +111,7 @@ impl Store for SqliteStore {
         let mut conn = self.conn();
         let tx = conn.transaction().map_err(|e| self.e(e))?;
         let before = bump_generation(&tx).map_err(|e| self.e(e))?;
-        tx.execute(
-            "INSERT INTO meta(key, value) VALUES ('dim', ?1), ('model', ?2)
-             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            params![dim.to_string(), model],
-        )
-        .map_err(|e| self.e(e))?;
+        schema::record_model(&tx, dim, model).map_err(|e| self.e(e))?;
         let written = self.write_rows(&tx, records, vectors)?;
         self.write_keyword_index(&tx, &written.unindex, &written.index)?;
         pending::clear(&tx, written.rows.iter().map(|(row, _)| row.id)).map_err(|e| self.e(e))?;

@@ -69,12 +69,7 @@ impl SqliteStore {
         let mut conn = self.conn();
         let tx = conn.transaction().map_err(|e| self.e(e))?;
         let before = bump_generation(&tx).map_err(|e| self.e(e))?;
-        tx.execute(
-            "INSERT INTO meta(key, value) VALUES ('dim', ?1), ('model', ?2)
-             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            params![dim.to_string(), model],
-        )
-        .map_err(|e| self.e(e))?;
+        super::schema::record_model(&tx, dim, model).map_err(|e| self.e(e))?;
         let rows = self.fill_rows(&tx, filled)?;
         tx.commit().map_err(|e| self.e(e))?;
         drop(conn);

@@ -131,6 +131,17 @@ fn add_project(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch("CREATE INDEX IF NOT EXISTS chunks_project ON chunks(project);")
 }
 
+/// Records, in the write transaction `tx`, that the stored vectors are
+/// `dim` wide and made by `model` (what [`crate::Store::stored`] reports).
+pub(super) fn record_model(tx: &Connection, dim: usize, model: &str) -> rusqlite::Result<()> {
+    tx.execute(
+        "INSERT INTO meta(key, value) VALUES ('dim', ?1), ('model', ?2)
+         ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        params![dim.to_string(), model],
+    )
+    .map(drop)
+}
+
 /// `e`, opening the store at `path`, as another process holding it locked
 /// (a busy store, which a moment cures); `None` for any other error.
 fn busy(path: &Path, e: &rusqlite::Error) -> Option<IndexError> {

@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use rusqlite::Connection;
+use rusqlite::{Connection, params};
 
 use super::keyword::{AUTOMERGE, SCOPE_TINY, fts_query, tune_merges};
 use super::to_blob;
