@@ -93,6 +93,9 @@ impl<E: Embedder> Embedder for Cached<E> {
     fn is_instant(&self) -> bool {
         self.inner.is_instant()
     }
+    fn warm_up(&self) -> Result<(), IndexError> {
+        self.inner.warm_up()
+    }
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, IndexError> {
         let model = self.inner.id();

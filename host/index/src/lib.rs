@@ -194,6 +194,12 @@ pub trait Embedder: Send + Sync {
     fn is_instant(&self) -> bool {
         false
     }
+    /// Does now the one-time work a model otherwise does in the middle of
+    /// its first large batch (the local model's int8 quantization, ~0.1 s):
+    /// a server calls it before it answers anyone.
+    fn warm_up(&self) -> Result<(), IndexError> {
+        Ok(())
+    }
 }
 
 /// What made the vectors a store holds.
@@ -341,6 +347,9 @@ impl<T: Embedder + ?Sized> Embedder for std::sync::Arc<T> {
     fn id(&self) -> &str {
         (**self).id()
     }
+    fn warm_up(&self) -> Result<(), IndexError> {
+        (**self).warm_up()
+    }
     fn dim(&self) -> usize {
         (**self).dim()
     }
@@ -358,6 +367,9 @@ impl<T: Embedder + ?Sized> Embedder for std::sync::Arc<T> {
 impl<T: Embedder + ?Sized> Embedder for Box<T> {
     fn id(&self) -> &str {
         (**self).id()
+    }
+    fn warm_up(&self) -> Result<(), IndexError> {
+        (**self).warm_up()
     }
     fn dim(&self) -> usize {
         (**self).dim()

@@ -16,6 +16,8 @@ use crate::context::Context;
 
 pub fn run(ctx: &Context, args: McpArgs) -> Result<ExitCode, CliError> {
     let index = Arc::new(ctx.index()?);
+    // The model's one-time work before the first call, not in it.
+    index.embedder.warm_up()?;
     // Chunks an import or the hook left waiting for vectors get them in the
     // background while the assistant's session runs.
     chatmill_index::fill::spawn_filler(Arc::clone(&index), super::embed::FILL_EVERY);

@@ -37,6 +37,8 @@ pub fn run(ctx: &Context, args: ServeArgs) -> Result<ExitCode, CliError> {
     let socket = args.socket.clone().unwrap_or_else(|| default_socket(ctx));
     let set = ctx.adapter_set()?;
     let index = Arc::new(ctx.index()?);
+    // The model's one-time work before the first client, not in its batch.
+    index.embedder.warm_up()?;
     // Chunks an import left waiting for vectors get them in the background.
     chatmill_index::fill::spawn_filler(Arc::clone(&index), super::embed::FILL_EVERY);
     // With a header model: each turn waits at most its deadline, then gets
