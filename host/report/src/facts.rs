@@ -187,75 +187,8 @@ fn measure(rel: String, text: &str, doc: &ChunkDoc) -> Facts {
     let fm = &doc.frontmatter;
     let title = fm.conversation_title.clone().unwrap_or_default();
     let header = doc.context.trim().to_string();
-    let lower_header = header.to_lowercase();
     let first_request = doc.exchanges.first().map_or("", |e| e.user.as_str());
-    let title_terms: Vec<String> = text::words(&title)
-        .filter(|w| text::is_content(w))
-        .collect();
-    let names_topic = fm
-        .topics
-        .iter()
-        .any(|t| lower_header.contains(&t.to_lowercase()));
-    let named_title_words = title_terms
-        .iter()
-        .filter(|w| lower_header.contains(w.as_str()))
-        .count();
-    let header_names_subject = (!title.is_empty() && lower_header.contains(&title.to_lowercase()))
-        || names_topic
-        || named_title_words >= 2.min(title_terms.len()).max(1);
-    let request_terms = text::terms(first_request);
-    let header_terms = text::terms(&header);
-    let shared = request_terms
-        .iter()
-        .filter(|t| header_terms.binary_search(t).is_ok())
-        .count();
-    let intent_verb = [
-        "asked",
-        "asks",
-        "wants",
-        "wanted",
-        "request",
-        "trying",
-        "looking for",
-        "needs",
-        "goal",
-        "help",
-    ]
-    .iter()
-    .any(|v| lower_header.contains(v));
-    let header_intent = intent_verb || shared >= 3.min(request_terms.len()).max(1);
-    let header_prior = [
-        "following",
-        "follows",
-        "earlier",
-        "previous",
-        "continu",
-        "before",
-    ]
-    .iter()
-    .any(|m| lower_header.contains(m));
-    let all_text = {
-        let mut s = title.to_lowercase();
-        for e in &doc.exchanges {
-            s.push(' ');
-            s.push_str(&e.user.to_lowercase());
-            s.push(' ');
-            s.push_str(&e.assistant.to_lowercase());
-        }
-        s
-    };
-    let topics_absent = fm
-        .topics
-        .iter()
-        .filter(|t| {
-            let words: Vec<String> = text::words(t).collect();
-            let long = words.iter().any(|w| w.chars().count() >= 3);
-            !words
-                .iter()
-                .any(|w| (!long || w.chars().count() >= 3) && all_text.contains(w.as_str()))
-        })
-        .cloned()
-        .collect();
+    let judged = HeaderJudgement::of(&title, &header, first_request, &fm.topics);
     let exchanges: Vec<ExchangeFacts> = doc
         .exchanges
         .iter()
@@ -265,14 +198,6 @@ fn measure(rel: String, text: &str, doc: &ChunkDoc) -> Facts {
             terms: text::terms(&format!("{}\n{}", e.user, e.assistant)),
         })
         .collect();
-    let body_problem = if header.is_empty() {
-        Some("the `## Context` header is empty".to_string())
-    } else {
-        doc.exchanges
-            .iter()
-            .position(|e| e.user.trim().is_empty())
-            .map(|i| format!("exchange {} has an empty request", i + 1))
-    };
     let keys = keys(text);
     let extras = keys
         .iter()
@@ -285,20 +210,7 @@ fn measure(rel: String, text: &str, doc: &ChunkDoc) -> Facts {
         platform: fm.source_platform.clone(),
         source_file: fm.source_file.clone(),
         model: fm.model_used.clone(),
-        topic_words: {
-            let mut w: Vec<String> = fm
-                .topics
-                .iter()
-                .flat_map(|t| {
-                    text::words(t)
-                        .filter(|w| text::is_content(w))
-                        .collect::<Vec<_>>()
-                })
-                .collect();
-            w.sort();
-            w.dedup();
-            w.len()
-        },
+        topic_words: topic_words(&fm.topics),
         topics: fm.topics.clone(),
         time: DateTime::parse_from_rfc3339(&fm.timestamp)
             .ok()
@@ -309,29 +221,141 @@ fn measure(rel: String, text: &str, doc: &ChunkDoc) -> Facts {
         independent: fm.extra.get("pairs").is_some_and(|v| v == "independent"),
         extras,
         key_problem: key_problem(&keys),
-        body_problem,
+        body_problem: body_problem(&header, doc),
         header_sentences: text::sentences(&header),
+        header_names_subject: judged.names_subject,
+        header_intent: judged.intent,
+        header_prior: judged.prior,
         header,
-        header_names_subject,
-        header_intent,
-        header_prior,
         reference: text::reference(first_request),
-        topics_absent,
-        text_hash: {
-            use std::hash::Hasher;
-            let mut h = rustc_hash::FxHasher::default();
-            for e in &doc.exchanges {
-                h.write(e.user.trim().as_bytes());
-                h.write_u8(0);
-                h.write(e.assistant.trim().as_bytes());
-                h.write_u8(1);
-            }
-            h.finish()
-        },
+        topics_absent: topics_absent(&title, doc),
+        text_hash: exchange_hash(doc),
         exchanges,
         title,
         rel,
     }
+}
+
+/// What a chunk's header says: its subject, the user's intent, and
+/// whether it points back at an earlier exchange.
+struct HeaderJudgement {
+    names_subject: bool,
+    intent: bool,
+    prior: bool,
+}
+
+impl HeaderJudgement {
+    fn of(title: &str, header: &str, first_request: &str, topics: &[String]) -> Self {
+        let lower_header = header.to_lowercase();
+        let title_terms: Vec<String> = text::words(title).filter(|w| text::is_content(w)).collect();
+        let names_topic = topics
+            .iter()
+            .any(|t| lower_header.contains(&t.to_lowercase()));
+        let named_title_words = title_terms
+            .iter()
+            .filter(|w| lower_header.contains(w.as_str()))
+            .count();
+        let names_subject = (!title.is_empty() && lower_header.contains(&title.to_lowercase()))
+            || names_topic
+            || named_title_words >= 2.min(title_terms.len()).max(1);
+        let request_terms = text::terms(first_request);
+        let header_terms = text::terms(header);
+        let shared = request_terms
+            .iter()
+            .filter(|t| header_terms.binary_search(t).is_ok())
+            .count();
+        let intent_verb = [
+            "asked",
+            "asks",
+            "wants",
+            "wanted",
+            "request",
+            "trying",
+            "looking for",
+            "needs",
+            "goal",
+            "help",
+        ]
+        .iter()
+        .any(|v| lower_header.contains(v));
+        let prior = [
+            "following",
+            "follows",
+            "earlier",
+            "previous",
+            "continu",
+            "before",
+        ]
+        .iter()
+        .any(|m| lower_header.contains(m));
+        Self {
+            names_subject,
+            intent: intent_verb || shared >= 3.min(request_terms.len()).max(1),
+            prior,
+        }
+    }
+}
+
+/// The topics none of whose words occur in the title or the exchange.
+fn topics_absent(title: &str, doc: &ChunkDoc) -> Vec<String> {
+    let mut all_text = title.to_lowercase();
+    for e in &doc.exchanges {
+        all_text.push(' ');
+        all_text.push_str(&e.user.to_lowercase());
+        all_text.push(' ');
+        all_text.push_str(&e.assistant.to_lowercase());
+    }
+    doc.frontmatter
+        .topics
+        .iter()
+        .filter(|t| {
+            let words: Vec<String> = text::words(t).collect();
+            let long = words.iter().any(|w| w.chars().count() >= 3);
+            !words
+                .iter()
+                .any(|w| (!long || w.chars().count() >= 3) && all_text.contains(w.as_str()))
+        })
+        .cloned()
+        .collect()
+}
+
+/// How many distinct content words the topics hold.
+fn topic_words(topics: &[String]) -> usize {
+    let mut w: Vec<String> = topics
+        .iter()
+        .flat_map(|t| {
+            text::words(t)
+                .filter(|w| text::is_content(w))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    w.sort();
+    w.dedup();
+    w.len()
+}
+
+/// What is wrong with the chunk's body: an empty header or request.
+fn body_problem(header: &str, doc: &ChunkDoc) -> Option<String> {
+    if header.is_empty() {
+        return Some("the `## Context` header is empty".to_string());
+    }
+    doc.exchanges
+        .iter()
+        .position(|e| e.user.trim().is_empty())
+        .map(|i| format!("exchange {} has an empty request", i + 1))
+}
+
+/// A hash of the exchanges' text (duplicates under different ids).
+fn exchange_hash(doc: &ChunkDoc) -> u64 {
+    use std::hash::Hasher;
+    let mut h = rustc_hash::FxHasher::default();
+    for e in &doc.exchanges {
+        h.write(e.user.trim().as_bytes());
+        h.write_u8(0);
+        h.write(e.assistant.trim().as_bytes());
+        h.write_u8(1);
+    }
+    h.finish()
 }
 
 /// `"3"` or `"3-4"` as (first, last); (0, 0) when it is neither.
