@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use crate::support::Env;
+use crate::support::{Env, Run};
 
 const SESSION: &str = "3f1c2a9e-7b4d-4e8a-9c21-5d6e7f8a9b0c";
 
@@ -266,4 +266,76 @@ fn a_bad_payload_flag_or_path_is_logged_and_the_hook_still_exits_0() {
     // A bad global flag before the entry point: still 0.
     let run = env.run(&["--no-such-flag", "hook", "claude-code"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
+}
+
+/// The hook leaves vectors to the embedding stage, so it never loads the
+/// model (it runs after every Claude Code turn; the weights took ~50 ms of
+/// each call); `chatmill embed` and a search, which embed, load it. Told
+/// by the index's tracing event, through the binary with the real model.
+#[test]
+fn the_hook_never_loads_the_model_and_embedding_does() {
+    const LOADING: &str = "loading the embedding model";
+    let env = Env::new();
+    let root = env.path("root");
+    let r = root.to_str().unwrap();
+    let t = env
+        .path("projects/-viewer")
+        .join("1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl");
+    std::fs::create_dir_all(t.parent().unwrap()).unwrap();
+    std::fs::copy(
+        crate::support::corpus(
+            "claude-code/claude-code-viewer-1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl",
+        ),
+        &t,
+    )
+    .unwrap();
+    let real = |args: &[&str]| {
+        let mut c = env.cmd();
+        c.env_remove("CHATMILL_EMBEDDING")
+            .env("CHATMILL_LOG", "chatmill_index=info")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    };
+    let mut child = real(&["--root", r, "hook", "claude-code"]).spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(payload(&t, "Stop").as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if stderr.contains("no model directory found") {
+        assert!(
+            std::env::var_os("CHATMILL_REQUIRE_MODEL").is_none(),
+            "CHATMILL_REQUIRE_MODEL is set but the model is missing: {stderr}"
+        );
+        return;
+    }
+    let log = std::fs::read_to_string(root.join(".chatmill/hook.log")).unwrap();
+    assert!(
+        log.contains("errors=0") && !log.contains("chunks=0"),
+        "{log}"
+    );
+    assert!(
+        !stderr.contains(LOADING),
+        "the hook loaded the model: {stderr}"
+    );
+    let waiting: i64 = rusqlite::Connection::open(root.join(".chatmill/index.sqlite3"))
+        .unwrap()
+        .query_row("SELECT count(*) FROM pending", [], |r| r.get(0))
+        .unwrap();
+    assert!(waiting > 0, "the hook's chunks wait for their vectors");
+
+    for args in [
+        &["--root", r, "embed"][..],
+        &["--root", r, "search", "--json", "session viewer"],
+    ] {
+        let run = Run::from(real(args).output().unwrap());
+        assert_eq!(run.code, 0, "{run:?}");
+        assert_eq!(run.stderr.matches(LOADING).count(), 1, "{args:?}: {run:?}");
+    }
 }

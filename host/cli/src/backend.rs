@@ -89,7 +89,9 @@ pub struct IndexConfig {
 
 /// The configured embedder; on a missing local model or an unreachable
 /// endpoint, the lexical stand-in with a warning (searches say so too, and
-/// `chatmill reindex` re-embeds once the model is there).
+/// `chatmill reindex` re-embeds once the model is there). The local model
+/// is read at its first embedding, so weights that cannot be read are an
+/// error then rather than a fallback.
 pub fn embedder(root: &Path, cfg: &EmbeddingConfig) -> Result<Arc<dyn Embedder>, CliError> {
     // CHATMILL_EMBEDDING overrides the provider (tests, one-off runs).
     let provider = match std::env::var("CHATMILL_EMBEDDING").ok().as_deref() {
@@ -148,7 +150,8 @@ pub fn embedder(root: &Path, cfg: &EmbeddingConfig) -> Result<Arc<dyn Embedder>,
     Ok(Arc::new(cached))
 }
 
-/// The local model, or (`distilled`) the static embedder made from it.
+/// The local model, or (`distilled`) the static embedder made from it,
+/// found now and loaded when something first embeds with it.
 #[cfg(feature = "local-model")]
 fn local(cfg: &EmbeddingConfig, distilled: bool) -> Result<Box<dyn Embedder>, IndexError> {
     use chatmill_index::minilm;
@@ -165,10 +168,21 @@ fn local(cfg: &EmbeddingConfig, distilled: bool) -> Result<Box<dyn Embedder>, In
             ),
         });
     };
-    if distilled {
-        return Ok(Box::new(chatmill_index::StaticModel::load(&dir)?));
-    }
-    Ok(Box::new(chatmill_index::MiniLm::load(&dir)?))
+    // Loaded at the first embedding: the hook, which defers its vectors,
+    // never reads the weights; a store's model check needs only the id.
+    let (id, dim) = if distilled {
+        chatmill_index::StaticModel::identity(&dir)?
+    } else {
+        minilm::identity(&dir)?
+    };
+    let load: chatmill_index::lazy::Loader = Box::new(move || {
+        Ok(if distilled {
+            Box::new(chatmill_index::StaticModel::load(&dir)?)
+        } else {
+            Box::new(chatmill_index::MiniLm::load(&dir)?)
+        })
+    });
+    Ok(Box::new(chatmill_index::Lazy::new(id, dim, load)))
 }
 
 #[cfg(not(feature = "local-model"))]

@@ -26,6 +26,7 @@ pub mod chroma;
 pub mod document;
 pub mod embedded;
 pub mod fill;
+pub mod lazy;
 pub mod lexical;
 #[cfg(feature = "minilm")]
 pub mod minilm;
@@ -41,6 +42,7 @@ pub mod time_hint;
 pub use cache::Cached;
 pub use chroma::{ChromaConfig, ChromaStore};
 pub use embedded::SqliteStore;
+pub use lazy::Lazy;
 pub use lexical::Lexical;
 #[cfg(feature = "minilm")]
 pub use minilm::MiniLm;

@@ -106,6 +106,22 @@ pub fn resolve(explicit: Option<&Path>) -> Option<PathBuf> {
         .find(|d| FILES.iter().all(|f| d.join(f).is_file()))
 }
 
+/// The id and vector width of the model in `dir`, known without loading
+/// its weights: the width from `config.json`, the id from the directory's
+/// name and [`fingerprint`] (the weights' size and first MiB, ~1 ms) — what
+/// a store checks before a write that embeds nothing.
+pub fn identity(dir: &Path) -> Result<(String, usize), IndexError> {
+    let config =
+        fs_err::read_to_string(dir.join("config.json")).map_err(|e| embed_err("local", e))?;
+    let dim = config_dim(&config).unwrap_or(384);
+    let id = format!(
+        "local:{}@{}",
+        model_name(dir),
+        fingerprint(&dir.join("model.safetensors"))?
+    );
+    Ok((id, dim))
+}
+
 fn embed_err(id: &str, message: impl std::fmt::Display) -> IndexError {
     IndexError::Embed {
         model: id.to_string(),
@@ -167,8 +183,7 @@ impl MiniLm {
             }))
             .map_err(|e| load_err("tokenizer.json", &e))?;
         tokenizer.with_padding(None);
-        let dim = config_dim(&config_text).unwrap_or(384);
-        let id = format!("local:{}@{}", model_name(dir), fingerprint(&weights)?);
+        let (id, dim) = identity(dir)?;
         Ok(Self {
             model,
             precision,

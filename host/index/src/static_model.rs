@@ -67,7 +67,7 @@ impl StaticModel {
             .next()
             .unwrap_or_default()
             .to_string();
-        let id = format!("static:{}", model.id().trim_start_matches("local:"));
+        let id = static_id(model.id());
         let tokenizer = model.tokenizer().clone();
         let vocab = tokenizer.get_vocab_size(true);
         let dim = model.dim();
@@ -94,6 +94,14 @@ impl StaticModel {
         })
     }
 
+    /// The id and vector width of the static model of the MiniLM in
+    /// `dir`, known without loading or distilling anything
+    /// ([`crate::minilm::identity`]).
+    pub fn identity(dir: &Path) -> Result<(String, usize), IndexError> {
+        let (id, dim) = crate::minilm::identity(dir)?;
+        Ok((static_id(&id), dim))
+    }
+
     fn embed_one(&self, text: &str) -> Result<Vec<f32>, IndexError> {
         let enc = self
             .tokenizer
@@ -114,6 +122,11 @@ impl StaticModel {
         }
         Ok(sum)
     }
+}
+
+/// The static model's id from its MiniLM's (`local:<name>@<fingerprint>`).
+fn static_id(minilm: &str) -> String {
+    format!("static:{}", minilm.trim_start_matches("local:"))
 }
 
 /// Where the table may be cached: beside the model, then chatmill's cache.
