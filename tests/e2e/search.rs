@@ -278,9 +278,15 @@ fn found(run: &Run) -> std::collections::BTreeSet<String> {
 
 /// `--project` scopes every mode to one coding project's sessions, and an
 /// index written before projects were kept learns them on the next import.
-#[test]
-fn a_project_scopes_searches_and_an_older_index_learns_projects() {
-    let env = Env::new();
+/// A root imported from Claude Code sessions of two projects and a ChatGPT
+/// export: (root, one of the projects, the chunk ids of that project).
+fn two_projects(
+    env: &Env,
+) -> (
+    std::path::PathBuf,
+    String,
+    std::collections::BTreeSet<String>,
+) {
     let root = env.path("root");
     let raw = root.join("raw");
     std::fs::create_dir_all(&raw).unwrap();
@@ -295,8 +301,10 @@ fn a_project_scopes_searches_and_an_older_index_learns_projects() {
         raw.join("conversations.json"),
     )
     .unwrap();
-    let r = root.to_str().unwrap();
-    assert_eq!(env.run(&["--root", r, "import"]).code, 0);
+    assert_eq!(
+        env.run(&["--root", root.to_str().unwrap(), "import"]).code,
+        0
+    );
     let projects: std::collections::BTreeSet<String> = chunk_texts(&root)
         .iter()
         .filter_map(|text| {
@@ -310,21 +318,57 @@ fn a_project_scopes_searches_and_an_older_index_learns_projects() {
     );
     let project = projects.first().unwrap().clone();
     let expected = chunks_of_project(&root, &project);
-    let recent = |env: &Env| {
-        env.run(&[
-            "--root",
-            r,
-            "search",
-            "--mode",
-            "recent",
-            "--project",
-            &project,
-            "-k",
-            "500",
-            "--json",
-        ])
-    };
-    assert_eq!(found(&recent(&env)), expected);
+    (root, project, expected)
+}
+
+/// The chunks `search --mode recent --project` finds.
+fn recent_in(
+    env: &Env,
+    root: &std::path::Path,
+    project: &str,
+) -> std::collections::BTreeSet<String> {
+    found(&env.run(&[
+        "--root",
+        root.to_str().unwrap(),
+        "search",
+        "--mode",
+        "recent",
+        "--project",
+        project,
+        "-k",
+        "500",
+        "--json",
+    ]))
+}
+
+/// Makes the root's index as an older chatmill left it (no `project`
+/// column); the next open marks its metadata outdated.
+fn as_older_index(root: &std::path::Path) {
+    rusqlite::Connection::open(root.join(".chatmill/index.sqlite3"))
+        .unwrap()
+        .execute_batch("DROP INDEX chunks_project; ALTER TABLE chunks DROP COLUMN project;")
+        .unwrap();
+}
+
+/// Whether the index is marked as holding outdated metadata.
+fn metadata_outdated(root: &std::path::Path) -> bool {
+    rusqlite::Connection::open(root.join(".chatmill/index.sqlite3"))
+        .unwrap()
+        .query_row(
+            "SELECT count(*) FROM meta WHERE key = 'metadata_outdated'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .unwrap()
+        > 0
+}
+
+#[test]
+fn a_project_scopes_searches_and_an_older_index_learns_projects() {
+    let env = Env::new();
+    let (root, project, expected) = two_projects(&env);
+    let r = root.to_str().unwrap();
+    assert_eq!(recent_in(&env, &root, &project), expected);
     for mode in ["keyword", "hybrid", "semantic"] {
         let hits = found(&env.run(&[
             "--root",
@@ -343,18 +387,58 @@ fn a_project_scopes_searches_and_an_older_index_learns_projects() {
         assert!(hits.is_subset(&expected), "{mode}: {hits:?}");
     }
 
-    // An index as an older chatmill left it: no `project` column.
-    rusqlite::Connection::open(root.join(".chatmill/index.sqlite3"))
-        .unwrap()
-        .execute_batch("DROP INDEX chunks_project; ALTER TABLE chunks DROP COLUMN project;")
-        .unwrap();
-    assert!(found(&recent(&env)).is_empty(), "projects unknown yet");
+    as_older_index(&root);
+    assert!(
+        recent_in(&env, &root, &project).is_empty(),
+        "projects unknown yet"
+    );
+    assert!(metadata_outdated(&root));
     let again = env.run(&["--root", r, "import", "--json"]);
     assert_eq!(again.code, 0, "{again:?}");
     assert_eq!(
-        found(&recent(&env)),
+        recent_in(&env, &root, &project),
         expected,
         "learned from the chunk files"
     );
+    assert!(!metadata_outdated(&root));
     assert_eq!(env.run(&["--root", r, "verify"]).code, 0);
+}
+
+/// `reindex` writes every record again from its file: an older index is
+/// current after it, and no longer marked outdated.
+#[test]
+fn reindex_gives_an_older_index_its_projects_and_clears_the_mark() {
+    let env = Env::new();
+    let (root, project, expected) = two_projects(&env);
+    as_older_index(&root);
+    assert!(recent_in(&env, &root, &project).is_empty());
+    assert!(metadata_outdated(&root));
+    let r = env.run(&["--root", root.to_str().unwrap(), "reindex", "--json"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(!metadata_outdated(&root), "{r:?}");
+    assert_eq!(recent_in(&env, &root, &project), expected);
+}
+
+/// `verify --repair` refreshes an older index's metadata from the chunk
+/// files (vectors kept), says so, and clears the mark.
+#[test]
+fn verify_repair_gives_an_older_index_its_projects_and_clears_the_mark() {
+    let env = Env::new();
+    let (root, project, expected) = two_projects(&env);
+    let r = root.to_str().unwrap();
+    as_older_index(&root);
+    assert!(recent_in(&env, &root, &project).is_empty());
+    assert!(metadata_outdated(&root));
+    let v = env.run(&["--root", r, "verify", "--repair", "--json"]);
+    assert_eq!(v.code, 0, "{v:?}");
+    let repaired = v.json()["repaired"].to_string();
+    assert!(
+        repaired.contains("refreshed the index's metadata"),
+        "{repaired}"
+    );
+    assert!(!metadata_outdated(&root));
+    assert_eq!(recent_in(&env, &root, &project), expected);
+    // Nothing left to refresh: a second repair changes nothing.
+    let v = env.run(&["--root", r, "verify", "--repair", "--json"]);
+    assert_eq!(v.json()["repaired"], serde_json::json!([]), "{v:?}");
 }

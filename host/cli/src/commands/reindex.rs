@@ -48,6 +48,11 @@ pub fn run(ctx: &Context, args: ReindexArgs) -> Result<ExitCode, CliError> {
     let all: Vec<String> = index.ids()?.into_iter().collect();
     index.remove(&all)?;
     let indexed = reindex_from_files(&index, &chunks)?;
+    // Every record was just written from its file: an index that predated
+    // a metadata field (`project`) has it now.
+    if index.metadata_outdated()? {
+        index.metadata_refreshed()?;
+    }
     let total = index.count()?;
     if json {
         println!(

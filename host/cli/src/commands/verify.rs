@@ -2,8 +2,11 @@
 
 #![allow(clippy::print_stdout, reason = "the command's output is stdout")]
 
+use std::path::Path;
 use std::process::ExitCode;
 
+use chatmill_index::{ChunkRecord, Index, Indexer};
+use chatmill_pipeline::chunk_store::{ChunkStore, Scanned};
 use chatmill_pipeline::verify;
 
 use crate::cli::VerifyArgs;
@@ -20,12 +23,15 @@ pub fn run(ctx: &Context, args: VerifyArgs) -> Result<ExitCode, CliError> {
         .hint("pass `--root DIR` (or set CHATMILL_ROOT) to a folder chatmill imported into"));
     }
     let index = ctx.index()?;
-    let report = verify::run(&ctx.root, Some(&index), args.repair).map_err(|e| {
+    let mut report = verify::run(&ctx.root, Some(&index), args.repair).map_err(|e| {
         CliError::failed(anyhow::anyhow!(
             "cannot verify `{}`: {e}",
             ctx.root.display()
         ))
     })?;
+    if args.repair {
+        refresh_metadata(&ctx.root, &index, &mut report)?;
+    }
     if args.json {
         let s = serde_json::to_string_pretty(&report)?;
         println!("{s}");
@@ -72,4 +78,32 @@ pub fn run(ctx: &Context, args: VerifyArgs) -> Result<ExitCode, CliError> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Records per metadata rewrite.
+const REFRESH_BATCH: usize = 1000;
+
+/// Gives an index written before it kept every metadata field (`project`)
+/// those fields from the chunk files, as import's catch-up does, so that a
+/// repaired index is current. The files are read again only then (their
+/// problems are already in `report`).
+fn refresh_metadata(
+    root: &Path,
+    index: &Index,
+    report: &mut verify::Report,
+) -> Result<(), CliError> {
+    if !index.metadata_outdated()? {
+        return Ok(());
+    }
+    let chunks = ChunkStore::new(root).scan(&mut Vec::new())?;
+    for batch in chunks.chunks(REFRESH_BATCH) {
+        let records: Vec<ChunkRecord> = batch.iter().map(Scanned::record).collect();
+        index.refresh_metadata(&records)?;
+    }
+    index.metadata_refreshed()?;
+    report.repaired.push(format!(
+        "refreshed the index's metadata of {} chunks from their files (the index predated `project`)",
+        chunks.len()
+    ));
+    Ok(())
 }
