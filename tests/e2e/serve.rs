@@ -6,6 +6,7 @@
 //! one is not stolen.
 
 use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
@@ -22,10 +23,16 @@ struct Server {
 
 impl Server {
     fn start(env: &Env, root: &Path, socket: &Path) -> Self {
+        Self::start_with(env, root, socket, &[])
+    }
+
+    /// [`Server::start`] with `extra` arguments to `serve`.
+    fn start_with(env: &Env, root: &Path, socket: &Path, extra: &[&str]) -> Self {
         let child = env
             .cmd()
             .args(["--root", root.to_str().unwrap(), "serve", "--socket"])
             .arg(socket)
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(env.path("server.log")).unwrap())
             .env(
@@ -71,8 +78,8 @@ impl Drop for Server {
 }
 
 struct Conn {
-    r: BufReader<UnixStream>,
-    w: UnixStream,
+    r: BufReader<Box<dyn std::io::Read>>,
+    w: Box<dyn Write>,
     id: u64,
 }
 
@@ -80,8 +87,17 @@ impl Conn {
     fn new(s: UnixStream) -> Self {
         s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
         Self {
-            r: BufReader::new(s.try_clone().unwrap()),
-            w: s,
+            r: BufReader::new(Box::new(s.try_clone().unwrap())),
+            w: Box::new(s),
+            id: 0,
+        }
+    }
+
+    fn tcp(s: TcpStream) -> Self {
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        Self {
+            r: BufReader::new(Box::new(s.try_clone().unwrap())),
+            w: Box::new(s),
             id: 0,
         }
     }
@@ -240,6 +256,52 @@ fn concurrent_clients_lose_nothing_and_keep_session_order() {
     let v = env.run(&["--root", root.to_str().unwrap(), "verify", "--json"]);
     assert_eq!(v.code, 0, "{v:?}");
     assert_eq!(v.json()["chunk_files"], clients * turns);
+}
+
+/// Over TCP a client must `auth` with the token before anything else is
+/// answered; a wrong token, of the same length or not, is refused, and the
+/// connection may try again.
+#[test]
+fn over_tcp_a_client_needs_the_token() {
+    let env = Env::new();
+    let root = env.path("root");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let _server = Server::start_with(
+        &env,
+        &root,
+        &env.path("s.sock"),
+        &["--listen", &addr, "--token", "s3cret-token"],
+    );
+    let started = Instant::now();
+    let s = loop {
+        match TcpStream::connect(&addr) {
+            Ok(s) => break s,
+            Err(e) => assert!(started.elapsed() < Duration::from_secs(60), "{addr}: {e}"),
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut c = Conn::tcp(s);
+    let e = c.call("health", json!({}));
+    assert_eq!(e["error"]["code"], -32002, "{e}");
+    for wrong in [
+        "s3cret-tokem",
+        "S3cret-token",
+        "s3cret",
+        "s3cret-token-",
+        "",
+    ] {
+        let e = c.call("auth", json!({"token": wrong}));
+        assert_eq!(e["error"]["message"], "wrong token", "{wrong}: {e}");
+    }
+    let ok = c.call("auth", json!({"token": "s3cret-token"}));
+    assert!(ok.get("error").is_none(), "{ok}");
+    let h = c.call("health", json!({}));
+    assert!(h.get("error").is_none(), "{h}");
 }
 
 #[test]

@@ -20,6 +20,7 @@
 
 pub mod client;
 pub mod protocol;
+pub mod token;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -651,7 +652,7 @@ async fn dispatch(
         }
         let a: Auth = params(&req.params)?;
         return match &shared.token {
-            Some(t) if constant_time_eq(t.as_bytes(), a.token.as_bytes()) => {
+            Some(t) if token::constant_time_eq(a.token.as_bytes(), t.as_bytes()) => {
                 *authed = true;
                 Ok(json!({ "ok": true }))
             }
@@ -745,8 +746,4 @@ async fn dispatch(
                 .with_hint("methods: turn, search, health, auth"),
         ),
     }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
