@@ -13,6 +13,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 
 use crate::atomic::Folder;
 use crate::chunk::{ChunkDoc, ChunkError, Exchange, Frontmatter, chunk_id, turn_range};
+use crate::chunk_store::Scanned;
 use crate::chunker::{ChunkerConfig, CoverageError, PairText, Plan, PlannedChunk, plan};
 use crate::header::{HeaderError, HeaderInput, HeaderWriter, Previous};
 use crate::manifest::{Excluded, InputPairs, Manifest, conversation_key};
@@ -105,12 +106,21 @@ pub struct Prepared {
     /// The pairs the conversation holds, and those of its new pairs left out.
     parsed: u32,
     exclusions: Vec<Excluded>,
+    /// A conversation chunked for the first time: its note, rendered here
+    /// from the chunks as written.
+    note: Option<crate::notes::Ready>,
 }
 
 impl Prepared {
     /// The chunks written, to be committed.
     pub fn written(&self) -> &[Written] {
         &self.outcome.written
+    }
+
+    /// The note of a conversation chunked for the first time, taken out to
+    /// be named and written at its commit ([`crate::notes::Notes::write_ready`]).
+    pub fn take_note(&mut self) -> Option<crate::notes::Ready> {
+        self.note.take()
     }
 }
 
@@ -375,6 +385,7 @@ impl<'a> Processor<'a> {
                 previous,
                 parsed,
                 exclusions: Vec::new(),
+                note: None,
             });
         }
         let (c, plan) = self.chunking(conv, source_file, fallback_time, fresh);
@@ -394,15 +405,21 @@ impl<'a> Processor<'a> {
         let mut previous = previous.or_else(|| self.previous_before(&c, seen));
         // Opened at the first chunk written, for all of this conversation's.
         let mut folder: Option<Folder> = None;
+        // A conversation chunked for the first time: what its note lists.
+        let mut entries = (seen == 0).then(Vec::new);
         for planned in &plan.chunks {
-            match self.write_chunk(&c, planned, &previous, &mut folder)? {
-                None => out.duplicates += 1,
+            match self.write_chunk(&c, planned, &previous, (&mut folder, &mut entries))? {
+                None => {
+                    out.duplicates += 1;
+                    entries = None;
+                }
                 Some((written, next)) => {
                     previous = Some(next);
                     out.written.push(written);
                 }
             }
         }
+        let note = entries.and_then(|e| crate::notes::Ready::new(&key, &e));
         Ok(Prepared {
             key,
             last_pair,
@@ -410,6 +427,7 @@ impl<'a> Processor<'a> {
             previous,
             parsed,
             exclusions,
+            note,
         })
     }
 
@@ -500,7 +518,7 @@ impl<'a> Processor<'a> {
         c: &Chunking<'_>,
         planned: &PlannedChunk,
         previous: &Option<Previous>,
-        folder: &mut Option<Folder>,
+        (folder, entries): (&mut Option<Folder>, &mut Option<Vec<Scanned>>),
     ) -> Result<Option<(Written, Previous)>, ProcessError> {
         let conv = c.conv;
         let first = c.fresh[planned.pairs[0]];
@@ -561,7 +579,7 @@ impl<'a> Processor<'a> {
             exchanges,
         };
         let rel = self.file_name(&id, conv, first.index, time, &doc.frontmatter.topics);
-        let written = self.write_file(doc, id, rel, header.backfill, folder)?;
+        let written = self.write_file(doc, id, rel, header.backfill, (folder, entries))?;
         let next = Previous {
             topics: header.topics,
             request: user,
@@ -629,7 +647,7 @@ impl<'a> Processor<'a> {
         id: String,
         rel: String,
         header_pending: bool,
-        folder: &mut Option<Folder>,
+        (folder, entries): (&mut Option<Folder>, &mut Option<Vec<Scanned>>),
     ) -> Result<Written, ProcessError> {
         let text = doc.to_markdown().map_err(|source| ProcessError::Render {
             chunk_id: id.clone(),
@@ -644,10 +662,30 @@ impl<'a> Processor<'a> {
             chunk_id: id.clone(),
             source,
         })?;
+        let record = index_record(&doc, &text, &rel);
+        let path = self.cfg.out_dir.join(&rel);
+        if let Some(entries) = entries {
+            // What a note reads of a chunk: its name, frontmatter, header.
+            let ChunkDoc {
+                frontmatter,
+                context,
+                ..
+            } = doc;
+            let doc = ChunkDoc {
+                frontmatter,
+                context,
+                exchanges: Vec::new(),
+            };
+            entries.push(Scanned {
+                rel,
+                text: String::new(),
+                doc,
+            });
+        }
         Ok(Written {
             chunk_id: id,
-            path: self.cfg.out_dir.join(&rel),
-            record: index_record(&doc, &text, &rel),
+            path,
+            record,
             header_pending,
         })
     }

@@ -270,6 +270,7 @@ impl<'r, 'p, 's> Driver<'r, 'p, 's> {
             index_failure: &mut self.index_failure,
             assets,
             due: self.plan.as_ref().map(|p| &p.due),
+            notes: &mut self.notes,
         };
         if let Some(companion) = select::import_one(&mut work, item) {
             select::import_one(&mut work, companion);
@@ -393,4 +394,7 @@ struct Work<'r, 'p, 's> {
     assets: &'r Assets<'r>,
     /// Inputs a reprocess reads again whatever their hash.
     due: Option<&'r std::collections::BTreeSet<String>>,
+    /// The conversation notes: a new conversation's is written at its
+    /// commit, the others' after the input.
+    notes: &'r mut crate::notes::Notes,
 }

@@ -7,6 +7,7 @@
 //! a few conversations.
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::{Mutex, PoisonError};
 
@@ -18,6 +19,7 @@ use super::{Services, Summary, Work};
 use crate::assets::Assets;
 use crate::inventory::Item;
 use crate::manifest::{FileRecord, Manifest, conversation_key};
+use crate::notes::Notes;
 use crate::processor::{Prepared, Processor, Written, chunked_after, chunked_to};
 use crate::sink::{ChunkSink, IndexSink};
 
@@ -294,7 +296,8 @@ fn prepare_and_commit(
                 in_flight -= n.max(1);
                 counts.0 += n;
                 counts.1 = counts.1.saturating_add(skipped);
-                commit(p, w.manifest, w.summary, sink, prepared?);
+                let book = (&mut *w.manifest, &mut *w.notes, w.opts.root.as_path());
+                commit(p, book, w.summary, sink, prepared?);
             }
         }
     })
@@ -344,15 +347,20 @@ fn prepare(
     (conv.pairs.len(), skipped, prepared)
 }
 
-/// Records `prepared` in the manifest and hands its chunks to `sink`.
+/// Records `prepared` in the manifest, writes the note of a conversation
+/// seen for the first time, and hands its chunks to `sink`.
 fn commit(
     p: &Processor<'_>,
-    manifest: &mut Manifest,
+    (manifest, notes, root): (&mut Manifest, &mut Notes, &Path),
     summary: &mut Summary,
     sink: &(dyn ChunkSink + '_),
-    prepared: Prepared,
+    mut prepared: Prepared,
 ) {
+    let note = prepared.take_note();
     let out = p.commit(prepared, manifest);
+    if let Some(note) = note {
+        notes.write_ready(root, manifest, note);
+    }
     summary.chunks_written += out.written.len() as u32;
     summary.duplicates_skipped += out.duplicates;
     summary.mechanical_excluded += out.excluded;

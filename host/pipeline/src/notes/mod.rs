@@ -31,6 +31,9 @@ use crate::chunk_store::{ChunkStore, Scanned};
 use crate::manifest::{ConversationRecord, Manifest};
 use crate::root::Root;
 
+mod folder;
+use folder::{Naming, NotesFolder};
+
 /// The format of the notes this chatmill writes; also what marks a note
 /// file as chatmill's (its `chatmill_note` property).
 pub const NOTE_FORMAT: u32 = 1;
@@ -131,34 +134,6 @@ fn numbered(name: &str, n: u32) -> String {
     }
     let stem = name.strip_suffix(".md").unwrap_or(name);
     format!("{stem} ({n}).md")
-}
-
-/// Whether the file `name` in `dir` may become the note of the
-/// conversation `(platform, id)`: no file has the name, or it is already
-/// that conversation's note (written by a run killed before its manifest
-/// was saved, or before a reprocess forgot the conversation for a while).
-/// Anything else there — another conversation's note, a file of the user's
-/// — is left alone.
-fn free_on_disk(dir: &Path, name: &str, (platform, id): (&str, &str)) -> bool {
-    let text = match fs_err::read_to_string(dir.join(name)) {
-        Ok(text) => text,
-        Err(e) => return e.kind() == std::io::ErrorKind::NotFound,
-    };
-    ChunkDoc::split(&text)
-        .ok()
-        .and_then(|(yaml, _)| serde_saphyr::from_str::<NoteFront>(yaml).ok())
-        .is_some_and(|f| f.source_platform == platform && f.conversation_id == id)
-}
-
-/// The lowercase names of the files in `dir` (none when it is not there).
-fn listed_names(dir: &Path) -> std::collections::HashSet<String> {
-    let Ok(entries) = fs_err::read_dir(dir) else {
-        return Default::default();
-    };
-    entries
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().to_lowercase())
-        .collect()
 }
 
 /// The note name the manifest records for `record`, when it is one plain
@@ -429,40 +404,30 @@ pub fn rewrite(root: &Root, platform: &str, conversation_id: &str) -> Result<boo
     let mut pass = Pass::new(root);
     let found = pass.chunks_of(record, &[]);
     match render(&key, &found.iter().collect::<Vec<_>>())? {
-        Some(text) => pass.write_note(name, &text),
+        Some(text) => pass.folder.write(name, &text),
         None => Ok(false),
     }
 }
 
 /// One pass of note writing (an input's notes, a turn's, a repair's): the
-/// chunk finder (a scan of the root, when one is needed, is made once), the
-/// names taken and the open notes folder, each made once.
+/// chunk finder (a scan of the root, when one is needed, is made once) and
+/// the notes folder as the pass sees it.
 struct Pass<'d> {
     root: &'d Root,
     finder: Finder<'d>,
-    /// The lowercase names of the notes the manifest records.
-    taken: Option<BTreeSet<String>>,
-    /// Per lowercase name, the first number from which `name (n).md` may
-    /// not be taken yet: many conversations of one day and title (50,000
-    /// "New chat"s) are numbered in one pass, not each from 2 again.
-    next: HashMap<String, u32>,
-    folder: Option<crate::atomic::Folder>,
-    /// The lowercase names of the files in the notes folder, listed once
-    /// when a pass names a note: a name not among them needs no read (a
-    /// failed open per new note was a good part of a first import's notes
-    /// on this machine's disk).
-    on_disk: Option<std::collections::HashSet<String>>,
+    folder: NotesFolder,
 }
 
 impl<'d> Pass<'d> {
     fn new(root: &'d Root) -> Self {
+        Self::with_folder(root, NotesFolder::new(root.notes()))
+    }
+
+    fn with_folder(root: &'d Root, folder: NotesFolder) -> Self {
         Self {
             root,
             finder: Finder::new(root.chunks()),
-            taken: None,
-            next: HashMap::new(),
-            folder: None,
-            on_disk: None,
+            folder,
         }
     }
 
@@ -515,7 +480,7 @@ impl<'d> Pass<'d> {
             new.push(Scanned { rel, text, doc });
         }
         match appended(key, &old, record, &new)? {
-            Some(text) => self.write_note(name, &text).map(Some),
+            Some(text) => self.folder.write(name, &text).map(Some),
             None => Ok(None),
         }
     }
@@ -546,99 +511,49 @@ impl<'d> Pass<'d> {
         let Some(text) = render(key, chunks)? else {
             return Ok(false);
         };
-        let Some(name) = self.name_for(manifest, key, chunks) else {
+        let Some(naming) = Naming::of(chunks) else {
             return Ok(false);
         };
-        let wrote = self.write_note(&name, &text)?;
+        let Some(name) = self.folder.name_for(manifest, key, &naming) else {
+            return Ok(false);
+        };
+        let wrote = self.folder.write(&name, &text)?;
         if let Some(record) = manifest.conversations.get_mut(key) {
             record.note = Some(name);
         }
         Ok(wrote)
     }
+}
 
-    /// The name `key`'s note has, or gets: the recorded one, else a new
-    /// unique one from its first date and title (then taken).
-    fn name_for(&mut self, manifest: &Manifest, key: &str, chunks: &[&Scanned]) -> Option<String> {
-        if let Some(name) = note_of(manifest.conversations.get(key)?) {
-            return Some(name.to_string());
-        }
-        let first = chunks.iter().min_by_key(|s| first_turn(s))?;
-        let last = chunks.iter().max_by_key(|s| first_turn(s))?;
-        let title = last.doc.frontmatter.conversation_title.as_deref();
-        let name = file_name(&first.doc.frontmatter.timestamp, title);
-        let taken = self.taken.get_or_insert_with(|| {
-            let notes = manifest.conversations.values();
-            notes
-                .filter_map(|c| c.note.as_deref().map(str::to_lowercase))
-                .collect()
-        });
-        let owner = (
-            last.doc.frontmatter.source_platform.as_str(),
-            last.doc.frontmatter.conversation_id.as_str(),
-        );
-        let dir = self.root.notes();
-        let on_disk = self.on_disk.get_or_insert_with(|| listed_names(&dir));
-        let lower = name.to_lowercase();
-        let mut from = self.next.get(&lower).copied().unwrap_or(1);
-        // `from` moves on only past names the manifest holds: a file on
-        // disk that is not free now may become this pass's conversation's
-        // own (a reprocess re-adding them in another order).
-        let mut all_taken = true;
-        let chosen = (from..)
-            .map(|n| (n, numbered(&name, n)))
-            .find(|(n, c)| {
-                if taken.contains(&c.to_lowercase()) {
-                    if all_taken {
-                        from = n + 1;
-                    }
-                    return false;
-                }
-                let free = !on_disk.contains(&c.to_lowercase()) || free_on_disk(&dir, c, owner);
-                all_taken &= free;
-                free
-            })
-            .map(|(n, c)| {
-                if all_taken {
-                    from = n + 1;
-                }
-                c
-            })
-            .expect("some number is free");
-        self.next.insert(lower, from);
-        taken.insert(chosen.to_lowercase());
-        Some(chosen)
-    }
+/// The note of a conversation seen for the first time, rendered where its
+/// chunks were written (on the thread pool) from what they were written
+/// with: what the commit needs to name and write it without reading its
+/// chunk files back.
+#[derive(Debug)]
+pub struct Ready {
+    key: String,
+    /// Its chunk ids, in the order they were written (the manifest's).
+    ids: Vec<String>,
+    text: String,
+    naming: Naming,
+}
 
-    /// Writes `text` as the note `name` unless it already says that;
-    /// whether it wrote.
-    fn write_note(&mut self, name: &str, text: &str) -> Result<bool, NoteError> {
-        let dir = self.root.notes();
-        let path = dir.join(name);
-        // The folder's list, when this pass made one, says whether there is
-        // an old note to compare with.
-        let lower = name.to_lowercase();
-        let there = self.on_disk.as_ref().is_none_or(|l| l.contains(&lower));
-        if there && fs_err::read_to_string(&path).is_ok_and(|old| old == text) {
-            return Ok(false);
-        }
-        if let Some(listed) = &mut self.on_disk {
-            listed.insert(lower);
-        }
-        let write = |source| NoteError::Write {
-            path: path.clone(),
-            source,
-        };
-        let folder = match self.folder.take() {
-            Some(f) => f,
-            None => {
-                fs_err::create_dir_all(&dir).map_err(write)?;
-                crate::atomic::Folder::open(&dir).map_err(write)?
-            }
-        };
-        let written = folder.write(name, text.as_bytes());
-        self.folder = Some(folder);
-        written.map_err(write)?;
-        Ok(true)
+impl Ready {
+    /// The note of `key` listing `chunks`, in the order they were written
+    /// (only their names, frontmatter and headers are read: their text and
+    /// exchanges may be left empty). `None` when there are none.
+    pub fn new(key: &str, chunks: &[Scanned]) -> Option<Self> {
+        let refs: Vec<&Scanned> = chunks.iter().collect();
+        let text = render(key, &refs).ok()??;
+        Some(Self {
+            key: key.to_string(),
+            ids: chunks
+                .iter()
+                .map(|s| s.doc.frontmatter.chunk_id.clone())
+                .collect(),
+            text,
+            naming: Naming::of(&refs)?,
+        })
     }
 }
 
@@ -662,6 +577,9 @@ fn seen(record: &ConversationRecord) -> Seen {
 /// and removes those of the conversations that are gone.
 pub struct Notes {
     seen: HashMap<String, Seen>,
+    /// The notes folder as this input's [`Notes::write_ready`] named into
+    /// it (the next [`Notes::update`] starts afresh from the manifest).
+    folder: Option<NotesFolder>,
 }
 
 impl Notes {
@@ -673,7 +591,43 @@ impl Notes {
             .iter()
             .map(|(k, c)| (k.clone(), seen(c)))
             .collect();
-        Self { seen }
+        Self { seen, folder: None }
+    }
+
+    /// Names and writes `ready` when it is the whole note of a conversation
+    /// this import is the first to record: the import began without it, no
+    /// note of it was written yet, and its record lists exactly the chunks
+    /// the note was rendered from. Whether it did; when not, the next
+    /// [`Notes::update`] makes the note from the chunk files.
+    pub fn write_ready(&mut self, root: &Path, manifest: &mut Manifest, ready: Ready) -> bool {
+        let Ready {
+            key,
+            ids,
+            text,
+            naming,
+        } = ready;
+        let fits = manifest
+            .conversations
+            .get(&key)
+            .is_some_and(|r| r.note.is_none() && r.chunk_ids == ids);
+        if !fits || self.seen.contains_key(&key) {
+            return false;
+        }
+        let folder = self
+            .folder
+            .get_or_insert_with(|| NotesFolder::new(Root::new(root).notes()));
+        let Some(name) = folder.name_for(manifest, &key, &naming) else {
+            return false;
+        };
+        if let Err(e) = folder.write(&name, &text) {
+            tracing::warn!("{e}");
+            return false;
+        }
+        if let Some(record) = manifest.conversations.get_mut(&key) {
+            record.note = Some(name);
+            self.seen.insert(key, seen(record));
+        }
+        true
     }
 
     /// Refreshes the notes of the conversations whose record changed since
@@ -684,6 +638,7 @@ impl Notes {
     /// goes on. Returns how many notes were written.
     pub fn update(&mut self, root: &Root, manifest: &mut Manifest) -> usize {
         let started = std::time::Instant::now();
+        self.folder = None;
         self.remove_gone(root, manifest);
         let restored = self.restore_names(manifest);
         let due: Vec<String> = manifest

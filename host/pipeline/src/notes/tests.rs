@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::manifest::conversation_key;
+use std::collections::BTreeMap;
 
 #[test]
 fn hostile_titles_make_plain_bounded_names() {
@@ -177,7 +178,7 @@ fn notes_list_chunks_in_order_keep_their_names_and_are_checked() {
     std::fs::write(&orphan, "---\nchatmill_note: 1\n---\n").unwrap();
     std::fs::write(root.notes().join("mine.md"), "my own note\n").unwrap();
     let scanned = by_id(dir.path());
-    let by: std::collections::BTreeMap<&str, &Scanned> =
+    let by: BTreeMap<&str, &Scanned> =
         scanned.iter().map(|(k, v)| (k.as_str(), v)).collect();
     let kinds: Vec<_> = check(&root, &m, &by)
         .into_iter()
@@ -416,4 +417,60 @@ fn a_root_s_notes_folder_is_known_as_one() {
     std::fs::create_dir(dir.path().join(".chatmill")).unwrap();
     assert!(is_notes_folder(&notes));
     assert!(!is_notes_folder(dir.path()));
+}
+
+/// `scanned` as the processor hands it to [`Ready::new`]: no text, no
+/// exchanges.
+fn as_written(s: &Scanned) -> Scanned {
+    Scanned {
+        rel: s.rel.clone(),
+        text: String::new(),
+        doc: ChunkDoc {
+            frontmatter: s.doc.frontmatter.clone(),
+            context: s.doc.context.clone(),
+            exchanges: Vec::new(),
+        },
+    }
+}
+
+#[test]
+fn a_new_conversation_s_note_is_written_at_its_commit_as_its_files_make_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = Root::new(dir.path());
+    for (file, id, range, header) in [
+        ("b.md", "b", "1", "Starter first."),
+        ("a.md", "a", "2-3", "Then the dough."),
+    ] {
+        let text = chunk(id, "c1", range, "Bread", header);
+        std::fs::write(dir.path().join(file), text).unwrap();
+    }
+    let scanned: BTreeMap<String, Scanned> = by_id(dir.path()).into_iter().collect();
+    let written: Vec<Scanned> = ["b", "a"]
+        .iter()
+        .map(|id| as_written(&scanned[*id]))
+        .collect();
+    let key = conversation_key("chatgpt", "c1");
+    // A conversation the import began with goes to the update, not here.
+    let mut m = Manifest::new();
+    m.conversations.insert(key.clone(), record(&["b", "a"], 3));
+    let mut known = Notes::new(&m);
+    let ready = Ready::new(&key, &written).unwrap();
+    assert!(!known.write_ready(dir.path(), &mut m, ready));
+    // Nor one whose record lists other chunks than the note was made of.
+    let mut notes = Notes::new(&Manifest::new());
+    let ready = Ready::new(&key, &written[..1]).unwrap();
+    assert!(!notes.write_ready(dir.path(), &mut m, ready));
+    assert!(m.conversations[&key].note.is_none());
+    assert!(!root.notes().exists());
+    // A new one is named and written at once: the note its files make.
+    let ready = Ready::new(&key, &written).unwrap();
+    assert!(notes.write_ready(dir.path(), &mut m, ready));
+    assert_eq!(
+        m.conversations[&key].note.as_deref(),
+        Some("2024-05-01 Bread.md")
+    );
+    let refs: BTreeMap<&str, &Scanned> = scanned.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    assert_eq!(check(&root, &m, &refs), Vec::new());
+    // The update after the input has nothing left to do for it.
+    assert_eq!(notes.update(&root, &mut m), 0);
 }
