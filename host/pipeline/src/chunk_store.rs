@@ -159,3 +159,27 @@ pub fn reindex_from_files<S: Borrow<Scanned>>(
     }
     Ok(done)
 }
+
+/// Rewrites the metadata of `chunks` in the index from their files, in
+/// batches, and marks the index current: how an index written before it
+/// kept every field (`project`) gets them, its vectors and keyword index
+/// left as they are. What import's catch-up and `verify --repair` share.
+/// Returns how many chunks it refreshed.
+pub fn refresh_metadata_from_files<S: Borrow<Scanned>>(
+    indexer: &dyn Indexer,
+    chunks: impl IntoIterator<Item = S>,
+) -> Result<usize, IndexError> {
+    let mut batch: Vec<ChunkRecord> = Vec::with_capacity(BATCH);
+    let mut done = 0;
+    for s in chunks {
+        batch.push(s.borrow().record());
+        if batch.len() == BATCH {
+            indexer.refresh_metadata(&batch)?;
+            done += batch.len();
+            batch.clear();
+        }
+    }
+    indexer.refresh_metadata(&batch)?;
+    indexer.metadata_refreshed()?;
+    Ok(done + batch.len())
+}

@@ -5,8 +5,8 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use chatmill_index::{ChunkRecord, Index, Indexer};
-use chatmill_pipeline::chunk_store::{ChunkStore, Scanned};
+use chatmill_index::{Index, Indexer};
+use chatmill_pipeline::chunk_store::{ChunkStore, refresh_metadata_from_files};
 use chatmill_pipeline::verify;
 
 use crate::cli::VerifyArgs;
@@ -80,9 +80,6 @@ pub fn run(ctx: &Context, args: VerifyArgs) -> Result<ExitCode, CliError> {
     })
 }
 
-/// Records per metadata rewrite.
-const REFRESH_BATCH: usize = 1000;
-
 /// Gives an index written before it kept every metadata field (`project`)
 /// those fields from the chunk files, as import's catch-up does, so that a
 /// repaired index is current. The files are read again only then (their
@@ -96,14 +93,9 @@ fn refresh_metadata(
         return Ok(());
     }
     let chunks = ChunkStore::new(root).scan(&mut Vec::new())?;
-    for batch in chunks.chunks(REFRESH_BATCH) {
-        let records: Vec<ChunkRecord> = batch.iter().map(Scanned::record).collect();
-        index.refresh_metadata(&records)?;
-    }
-    index.metadata_refreshed()?;
+    let n = refresh_metadata_from_files(index, &chunks)?;
     report.repaired.push(format!(
-        "refreshed the index's metadata of {} chunks from their files (the index predated `project`)",
-        chunks.len()
+        "refreshed the index's metadata of {n} chunks from their files (the index predated `project`)"
     ));
     Ok(())
 }

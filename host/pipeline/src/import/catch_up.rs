@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use chatmill_index::Indexer;
 
 use super::{IndexFailure, Summary};
-use crate::chunk_store::{ChunkStore, reindex_from_files};
+use crate::chunk_store::{ChunkStore, refresh_metadata_from_files, reindex_from_files};
 use crate::manifest::Manifest;
 
 /// [`catch_up`], counted into `summary` or recorded as the index's failure.
@@ -25,9 +25,6 @@ pub(super) fn catch_up_into(
     }
 }
 
-/// Records per metadata rewrite.
-const REFRESH_BATCH: usize = 1000;
-
 /// Rewrites the metadata of an index written before it kept every field
 /// (`project`), from the chunk files, once: vectors and keyword index stay.
 fn refresh_metadata(
@@ -39,16 +36,8 @@ fn refresh_metadata(
         return Ok(());
     }
     tracing::info!("the index predates `project`: refreshing its metadata from the chunk files");
-    let mut batch = Vec::with_capacity(REFRESH_BATCH);
-    for s in ChunkStore::new(out_dir).find(manifest.chunk_ids()) {
-        batch.push(s.record());
-        if batch.len() == REFRESH_BATCH {
-            indexer.refresh_metadata(&batch)?;
-            batch.clear();
-        }
-    }
-    indexer.refresh_metadata(&batch)?;
-    indexer.metadata_refreshed()
+    let files = ChunkStore::new(out_dir).find(manifest.chunk_ids());
+    refresh_metadata_from_files(indexer, files).map(drop)
 }
 
 /// Indexes the chunks the manifest has and the index lacks (a killed run,
