@@ -15,7 +15,7 @@ client = chromadb.HttpClient(host="127.0.0.1", port=port)
 # The HNSW parameters chatmill gives its collections (chroma.rs `hnsw()`),
 # so both clients build the same graph.
 col = client.get_or_create_collection("python_client", configuration={"hnsw": {
-    "space": "cosine", "max_neighbors": 32, "ef_construction": 200, "ef_search": 500}})
+    "space": "cosine", "max_neighbors": 64, "ef_construction": 400, "ef_search": 1000}})
 n = len(data["ids"])
 batch = client.get_max_batch_size()
 t = time.perf_counter()

@@ -3,8 +3,10 @@
 //! as queries, with and without filters, at 5,000 records (and more with
 //! `CHATMILL_BENCH_RECALL_SIZES=5000,100000`: beyond LoCoMo's 5,882 turns
 //! records pair two turns). Embedders: the lexical stand-in, and MiniLM
-//! when installed (`CHATMILL_BENCH_RECALL_EMBEDDERS=lexical,minilm`).
-//! Prints query throughput too. `cargo bench -p chatmill-index --bench
+//! when installed (`CHATMILL_BENCH_RECALL_EMBEDDERS=lexical,minilm`). Each
+//! size is measured on the HNSW graph a new chatmill collection gets and on
+//! the graphs in `CHATMILL_BENCH_RECALL_HNSW` (see [`graphs`]), with upsert
+//! and query throughput. `cargo bench -p chatmill-index --bench
 //! chroma_recall` (needs `scripts/setup-chroma.sh`).
 
 #![allow(
@@ -46,51 +48,54 @@ fn main() {
             let t = Instant::now();
             let vectors = embedder.embed(&texts).expect("embed records");
             let embed_s = t.elapsed().as_secs_f64();
-            let mut cfg = ChromaConfig::new(&server.url);
-            cfg.collection = format!("recall_{name}_{n}");
-            let store = ChromaStore::connect(cfg).expect("connect");
-            let t = Instant::now();
-            for (r, v) in records.chunks(256).zip(vectors.chunks(256)) {
-                store.upsert(r, v, embedder.id()).expect("upsert");
-            }
-            println!(
-                "{name}, {n} records: embedded in {embed_s:.1} s, upserted at {:.0} records/s",
-                n as f64 / t.elapsed().as_secs_f64()
-            );
-            for (label, filter) in filters(&records) {
-                let (recall, qps) = recall(&store, &records, &vectors, &queries, &filter);
-                println!("  {label:<24} recall@{K} {recall:.3}  ({qps:.0} queries/s)");
-            }
-            // Unfiltered again at other query-time widths
-            // (CHATMILL_BENCH_RECALL_EF=500,1000: the collection's ef_search).
-            for ef in env_list("CHATMILL_BENCH_RECALL_EF", "") {
-                set_ef_search(&server.url, &format!("recall_{name}_{n}"), &ef);
-                let (recall, qps) =
-                    recall(&store, &records, &vectors, &queries, &Default::default());
-                println!("  ef_search {ef:<14} recall@{K} {recall:.3}  ({qps:.0} queries/s)");
+            for graph in graphs() {
+                let collection = format!("recall_{name}_{n}_{}", graph.replace('/', "_"));
+                if graph != "chatmill" {
+                    recall::create_collection(&server.url, &collection, &graph);
+                }
+                let mut cfg = ChromaConfig::new(&server.url);
+                cfg.collection = collection;
+                let store = ChromaStore::connect(cfg.clone()).expect("connect");
+                let t = Instant::now();
+                for (r, v) in records.chunks(256).zip(vectors.chunks(256)) {
+                    store.upsert(r, v, embedder.id()).expect("upsert");
+                }
+                println!(
+                    "{name}, {n} records, HNSW {graph}: embedded in {embed_s:.1} s, upserted at {:.0} records/s",
+                    n as f64 / t.elapsed().as_secs_f64()
+                );
+                for (label, filter) in filters(&records) {
+                    let (recall, qps) = recall(&store, &records, &vectors, &queries, &filter);
+                    println!("  {label:<24} recall@{K} {recall:.3}  ({qps:.0} queries/s)");
+                }
+                if graph == "chatmill" {
+                    continue;
+                }
+                // The same collection searched as a chatmill that does not
+                // widen sparser graphs did.
+                cfg.candidates = Some(0);
+                let narrow = ChromaStore::connect(cfg).expect("connect");
+                for (label, filter) in filters(&records) {
+                    let (recall, qps) = recall(&narrow, &records, &vectors, &queries, &filter);
+                    println!(
+                        "  {label:<24} recall@{K} {recall:.3}  ({qps:.0} queries/s)  searched k wide"
+                    );
+                }
             }
         }
     }
 }
 
-/// Changes collection `name`'s `ef_search` on the server at `url`.
-fn set_ef_search(url: &str, name: &str, ef: &str) {
-    let base =
-        format!("{url}/api/v2/tenants/default_tenant/databases/default_database/collections");
-    let agent = ureq::Agent::new_with_defaults();
-    let v: serde_json::Value = agent
-        .get(&format!("{base}/{name}"))
-        .call()
-        .expect("get collection")
-        .body_mut()
-        .read_json()
-        .expect("json");
-    let id = v["id"].as_str().expect("collection id");
-    let ef: u64 = ef.parse().expect("ef_search is a number");
-    agent
-        .put(&format!("{base}/{id}"))
-        .send_json(serde_json::json!({"new_configuration": {"hnsw": {"ef_search": ef}}}))
-        .expect("modify collection");
+/// The HNSW graphs measured: `chatmill` (what a new collection gets) and
+/// each `max_neighbors/ef_construction/ef_search` in
+/// `CHATMILL_BENCH_RECALL_HNSW` (default `32/200/500`, the previous
+/// setting, so a run compares before and after). A sparser graph is
+/// searched twice: as chatmill searches it now (wider, see
+/// `ChromaConfig::candidates`) and `k` wide, as before.
+fn graphs() -> Vec<String> {
+    let mut out = vec!["chatmill".to_string()];
+    out.extend(env_list("CHATMILL_BENCH_RECALL_HNSW", "32/200/500"));
+    out
 }
 
 fn env_list(key: &str, default: &str) -> Vec<String> {

@@ -47,6 +47,12 @@ pub struct ChromaConfig {
     /// Rows per `get` page (listing ids, recency windows).
     #[serde(default = "page_size")]
     pub page_size: usize,
+    /// How many candidates a vector search asks Chroma's HNSW for before
+    /// keeping the best `k` (its search width). Unset: `k` on a collection
+    /// with chatmill's graph, [`WIDE`] on one built sparser (an older
+    /// chatmill's, or another client's), where the best matches hide.
+    #[serde(default)]
+    pub candidates: Option<usize>,
 }
 
 fn page_size() -> usize {
@@ -76,6 +82,7 @@ impl ChromaConfig {
             token: None,
             timeout_ms: timeout_ms(),
             page_size: page_size(),
+            candidates: None,
         }
     }
 }
@@ -95,6 +102,8 @@ pub struct ChromaStore {
     /// Whether the collection's records carry every metadata key this
     /// chatmill writes (its `chatmill_metadata` is [`METADATA`]).
     metadata_current: std::sync::atomic::AtomicBool,
+    /// Candidates per vector search (see [`ChromaConfig::candidates`]).
+    candidates: usize,
 }
 
 /// The metadata keys' version: 2 added `project`.
@@ -118,6 +127,7 @@ impl ChromaStore {
             max_batch: 1000,
             held: Mutex::new(None),
             metadata_current: std::sync::atomic::AtomicBool::new(false),
+            candidates: 0,
             cfg,
             agent,
         };
@@ -173,6 +183,18 @@ impl ChromaStore {
         let current = v["metadata"]["chatmill_metadata"].as_i64() >= Some(METADATA);
         me.metadata_current
             .store(current, std::sync::atomic::Ordering::Relaxed);
+        me.candidates = me
+            .cfg
+            .candidates
+            .unwrap_or_else(|| candidates(&v["configuration_json"]["hnsw"]));
+        if me.candidates > 0 {
+            tracing::debug!(
+                collection = %me.cfg.collection,
+                graph = %v["configuration_json"]["hnsw"],
+                candidates = me.candidates,
+                "vector searches ask for more candidates than they keep"
+            );
+        }
         Ok(me)
     }
 
@@ -363,21 +385,51 @@ impl ChromaStore {
 }
 
 /// The HNSW index a new collection gets: cosine space, and a denser graph
-/// searched wider than Chroma's defaults (16 neighbours, ef 100/100).
-/// Measured with `benches/chroma_recall.rs` on Chroma 1.5.9 against exact
-/// kNN, 100,000 records of the lexical stand-in's vectors (the hard case):
-/// recall@10 0.74 unfiltered with 16/100/200, 0.93–0.96 with these; at
-/// 5,000 records ≥ 0.998 either way, MiniLM or lexical, filtered or not.
-/// The price is build time: upserts into 100,000 records at ~340/s instead
-/// of ~690/s on 2 cores. Fixed at creation (an existing collection keeps
-/// its graph: `chatmill reindex --to chroma` into a new one rebuilds it).
+/// built and searched wider than Chroma's defaults (16 neighbours, ef
+/// 100/100). Measured with `benches/chroma_recall.rs` on Chroma 1.5.9
+/// against exact kNN, 100,000 records of the lexical stand-in's vectors:
+/// recall@10 0.74 unfiltered with 16/100/200, 0.93–0.96 with 32/200/500,
+/// 1.00 with these. What the sparser graphs miss are whole groups of
+/// identical vectors (the same text stored again): HNSW's neighbour
+/// selection lets a node link to only one member of such a group, so the
+/// group is reached through few edges, and a denser graph built with a
+/// wider search keeps enough of them (64 neighbours alone or
+/// ef_construction 400 alone: 0.97–0.98). The price is build time: about
+/// half the upsert rate of 32/200. Fixed at creation: an existing
+/// collection keeps its graph, and Chroma 1.5.9 applies a changed
+/// `ef_search` only after the server restarts.
 fn hnsw() -> Value {
     json!({
         "space": "cosine",
-        "max_neighbors": 32,
-        "ef_construction": 200,
-        "ef_search": 500,
+        "max_neighbors": 64,
+        "ef_construction": 400,
+        "ef_search": 1000,
     })
+}
+
+/// Candidates per search on a collection built sparser than [`hnsw`]:
+/// on 100,000 lexical records in a 32/200 graph, recall@10 0.96 asking
+/// for 500 (HNSW searches max(ef_search, n) wide), 0.99 for 1,500, 1.00 for
+/// 2,000, at a quarter of the query rate.
+const WIDE: usize = 2000;
+
+/// Candidates per search for a collection whose HNSW configuration is
+/// `graph` (`configuration_json.hnsw`): for chatmill's graph or a denser
+/// one, 0 (just `k`) or its `ef_search` where the collection's is lower;
+/// 0 when the collection has no HNSW index (SPANN on a distributed
+/// Chroma); [`WIDE`] for a sparser graph.
+fn candidates(graph: &Value) -> usize {
+    let ours = hnsw();
+    let at_least = |key: &str| graph[key].as_u64() >= ours[key].as_u64();
+    if graph.is_null() || graph["max_neighbors"].is_null() {
+        0
+    } else if !(at_least("max_neighbors") && at_least("ef_construction")) {
+        WIDE
+    } else if at_least("ef_search") {
+        0
+    } else {
+        ours["ef_search"].as_u64().map_or(0, |ef| ef as usize)
+    }
 }
 
 fn b64(v: &[f32]) -> String {
@@ -545,16 +597,46 @@ impl Store for ChromaStore {
     }
 
     fn knn(&self, vector: &[f32], k: usize, filter: &Filter) -> Result<Vec<Hit>, IndexError> {
+        let wide = self.candidates > k;
         let mut body = json!({
             "query_embeddings": [vector],
-            "n_results": k,
-            "include": ["documents", "metadatas", "distances"],
+            "n_results": k.max(self.candidates),
+            "include": if wide { json!(["distances"]) } else { json!(["documents", "metadatas", "distances"]) },
         });
         if let Some(w) = Self::where_clause(filter) {
             body["where"] = w;
         }
         let v = self.post("query", body)?;
-        Ok(self.hits(&v, true))
+        let mut hits = self.hits(&v, true);
+        if !wide {
+            return Ok(hits);
+        }
+        // The distances are exact and sorted: the best k of the candidates,
+        // then their documents and metadata.
+        hits.truncate(k);
+        if hits.is_empty() {
+            return Ok(hits);
+        }
+        let ids: Vec<&str> = hits.iter().map(|h| h.chunk_id.as_str()).collect();
+        let v = self.post(
+            "get",
+            json!({"ids": ids, "include": ["documents", "metadatas"]}),
+        )?;
+        let mut rows: std::collections::HashMap<String, Hit> = self
+            .hits(&v, false)
+            .into_iter()
+            .map(|h| (h.chunk_id.clone(), h))
+            .collect();
+        // A record deleted between the two requests drops out.
+        Ok(hits
+            .into_iter()
+            .filter_map(|h| {
+                rows.remove(&h.chunk_id).map(|row| Hit {
+                    score: h.score,
+                    ..row
+                })
+            })
+            .collect())
     }
 
     fn keyword(&self, _query: &str, _k: usize, _filter: &Filter) -> Result<Vec<Hit>, IndexError> {
@@ -690,6 +772,18 @@ mod tests {
         let m = ChromaStore::metadata(&with, "emb");
         assert_eq!(m["topics"], json!(["nginx", "tls"]));
         assert_eq!(ChromaStore::meta_from(&m), with.meta);
+    }
+
+    #[test]
+    fn sparser_graphs_are_searched_wider() {
+        assert_eq!(candidates(&Value::Null), 0, "no HNSW index");
+        assert_eq!(candidates(&hnsw()), 0, "chatmill's graph");
+        let graph = |m: u64, efc: u64, efs: u64| json!({"space": "cosine", "max_neighbors": m, "ef_construction": efc, "ef_search": efs});
+        assert_eq!(candidates(&graph(96, 800, 2000)), 0, "denser");
+        assert_eq!(candidates(&graph(32, 200, 500)), WIDE, "chatmill's before");
+        assert_eq!(candidates(&graph(16, 100, 100)), WIDE, "Chroma's defaults");
+        assert_eq!(candidates(&graph(64, 200, 500)), WIDE, "built narrower");
+        assert_eq!(candidates(&graph(64, 400, 100)), 1000, "searched narrower");
     }
 
     #[test]

@@ -36,3 +36,36 @@ fn chroma_search_finds_the_exact_nearest_neighbours_at_5000_records() {
         assert!(r >= 0.99, "{label}: recall@{} {r:.3}", recall::K);
     }
 }
+
+/// A collection built with a sparser graph than chatmill's and searched
+/// narrowly (Chroma's 16 neighbours, ef_construction 100, `ef_search` 10:
+/// what an older chatmill or another client may have made) is searched
+/// wider, and finds the exact neighbours all the same.
+#[test]
+fn a_sparser_older_collection_is_searched_wide_enough() {
+    let Some(server) = chroma::start() else {
+        return;
+    };
+    let (turns, questions) = recall::locomo();
+    let records = recall::records(&turns, 5000);
+    let embedder = Lexical::default();
+    let texts: Vec<&str> = records.iter().map(|r| r.embed_text.as_str()).collect();
+    let vectors = embedder.embed(&texts).unwrap();
+    let q: Vec<&str> = questions.iter().map(String::as_str).collect();
+    let queries = embedder.embed(&q).unwrap();
+    recall::create_collection(&server.url, "conversations", "16/100/10");
+    let store = ChromaStore::connect(ChromaConfig::new(&server.url)).unwrap();
+    for (r, v) in records.chunks(256).zip(vectors.chunks(256)) {
+        store.upsert(r, v, embedder.id()).unwrap();
+    }
+    for (label, filter) in recall::filters(&records) {
+        let (r, _) = recall::recall(&store, &records, &vectors, &queries, &filter);
+        assert!(r >= 0.99, "{label}: recall@{} {r:.3}", recall::K);
+    }
+    // The same collection searched only k wide misses: the case is real.
+    let mut cfg = ChromaConfig::new(&server.url);
+    cfg.candidates = Some(0);
+    let narrow = ChromaStore::connect(cfg).unwrap();
+    let (r, _) = recall::recall(&narrow, &records, &vectors, &queries, &Default::default());
+    assert!(r < 0.99, "searched k wide: recall@{} {r:.3}", recall::K);
+}

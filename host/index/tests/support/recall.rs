@@ -99,6 +99,36 @@ pub fn filters(records: &[ChunkRecord]) -> Vec<(&'static str, Filter)> {
     ]
 }
 
+/// Creates collection `name` on the server at `url` with the HNSW graph
+/// `graph` (`max_neighbors/ef_construction/ef_search`, cosine space), as an
+/// older chatmill or another client may have: chatmill's `get_or_create`
+/// then keeps it. (`ef_search` is set here, at creation: Chroma 1.5.9
+/// stores a later change, but a running server searches with the old
+/// value until it restarts.)
+pub fn create_collection(url: &str, name: &str, graph: &str) {
+    let p: Vec<u64> = graph
+        .split('/')
+        .map(|x| {
+            x.parse()
+                .expect("HNSW graph as M/ef_construction/ef_search")
+        })
+        .collect();
+    let [m, efc, efs] = p[..] else {
+        panic!("HNSW graph as M/ef_construction/ef_search: {graph}");
+    };
+    ureq::Agent::new_with_defaults()
+        .post(&format!(
+            "{url}/api/v2/tenants/default_tenant/databases/default_database/collections"
+        ))
+        .send_json(serde_json::json!({
+            "name": name,
+            "configuration": {"hnsw": {
+                "space": "cosine", "max_neighbors": m, "ef_construction": efc, "ef_search": efs,
+            }},
+        }))
+        .expect("create collection");
+}
+
 /// LoCoMo's dialogue turns and its questions.
 pub fn locomo() -> (Vec<String>, Vec<String>) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
