@@ -178,8 +178,7 @@ fn notes_list_chunks_in_order_keep_their_names_and_are_checked() {
     std::fs::write(&orphan, "---\nchatmill_note: 1\n---\n").unwrap();
     std::fs::write(root.notes().join("mine.md"), "my own note\n").unwrap();
     let scanned = by_id(dir.path());
-    let by: BTreeMap<&str, &Scanned> =
-        scanned.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    let by: BTreeMap<&str, &Scanned> = scanned.iter().map(|(k, v)| (k.as_str(), v)).collect();
     let kinds: Vec<_> = check(&root, &m, &by)
         .into_iter()
         .map(|f| (f.0, f.1))
