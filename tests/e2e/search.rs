@@ -442,3 +442,64 @@ fn verify_repair_gives_an_older_index_its_projects_and_clears_the_mark() {
     let v = env.run(&["--root", r, "verify", "--repair", "--json"]);
     assert_eq!(v.json()["repaired"], serde_json::json!([]), "{v:?}");
 }
+
+/// With more workers than two, each tokenizes its chunks' documents for the
+/// index thread (the store's tokenizer takes them as they are); the
+/// keyword index must come out as one worker, tokenizing nothing ahead,
+/// makes it.
+#[test]
+fn many_workers_tokenizing_ahead_index_what_one_worker_does() {
+    let env = Env::new();
+    let raw = env.path("raw");
+    std::fs::create_dir_all(&raw).unwrap();
+    for rel in [
+        "chatgpt/librechat-chatgpt-export.json",
+        "chatgpt/chatgpt2graph-code-interpreter.json",
+        "claude-code/claude-code-viewer-fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl",
+        "claude-code/claude-code-viewer-5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl",
+    ] {
+        let name = rel.replace('/', "-");
+        std::fs::copy(corpus(rel), raw.join(name)).unwrap();
+    }
+    let raw = raw.to_str().unwrap().to_string();
+    let keyword = |root: &str, q: &str| -> Vec<(String, String)> {
+        let out = env.run(&[
+            "--root", root, "search", "--mode", "keyword", q, "--json", "-k", "20",
+        ]);
+        assert_eq!(out.code, 0, "{out:?}");
+        out.json()["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| (h["chunk_id"].to_string(), h["score"].to_string()))
+            .collect()
+    };
+    let mut roots = Vec::new();
+    for workers in ["1", "4"] {
+        let root = env.path(&format!("root-{workers}"));
+        let r = root.to_str().unwrap().to_string();
+        let out = env
+            .cmd()
+            .env("RAYON_NUM_THREADS", workers)
+            .args(["--root", &r, "import", &raw, "--json"])
+            .output()
+            .unwrap();
+        let run = Run::from(out);
+        assert_eq!(run.code, 0, "{run:?}");
+        assert!(
+            run.json()["chunks_total"].as_u64().unwrap() > 15,
+            "{run:?}"
+        );
+        roots.push(r);
+    }
+    for q in [
+        "volkswagen transporter fuel consumption",
+        "running the tests failed",
+        "plot the data",
+        "component",
+    ] {
+        let (one, many) = (keyword(&roots[0], q), keyword(&roots[1], q));
+        assert_eq!(one, many, "{q}");
+    }
+    assert!(keyword(&roots[1], "component").len() > 5);
+}

@@ -119,7 +119,7 @@ pub(crate) fn register(conn: &Connection, lengths: Shared) -> rusqlite::Result<(
 }
 
 /// The connection's `fts5_api` (the documented `SELECT fts5(?1)` handshake).
-fn fts5_api(conn: &Connection) -> rusqlite::Result<*mut ffi::fts5_api> {
+pub(crate) fn fts5_api(conn: &Connection) -> rusqlite::Result<*mut ffi::fts5_api> {
     let mut api: *mut ffi::fts5_api = std::ptr::null_mut();
     let failed = |rc| rusqlite::Error::SqliteFailure(ffi::Error::new(rc), None);
     // SAFETY: the handle is valid for `conn`'s lifetime and used on this

@@ -228,6 +228,10 @@ pub trait Store: Send + Sync {
         model: &str,
     ) -> Result<(), IndexError>;
     fn delete(&self, chunk_ids: &[String]) -> Result<(), IndexError>;
+    /// Work on the caller's thread that makes writing `documents` later
+    /// cheaper for the thread that writes (the embedded store tokenizes
+    /// them for its keyword index). Nothing depends on it being done.
+    fn prepare_documents(&self, _documents: &[&str]) {}
     /// Every stored chunk id.
     fn ids(&self) -> Result<BTreeSet<String>, IndexError>;
     fn count(&self) -> Result<u64, IndexError>;
@@ -324,6 +328,9 @@ pub trait Indexer: Send + Sync {
     fn index_with(&self, records: &[ChunkRecord], _vectors: &[Vec<f32>]) -> Result<(), IndexError> {
         self.index(records)
     }
+    /// [`Store::prepare_documents`] for these chunks' documents, on the
+    /// caller's thread (a worker's, ahead of the thread that indexes them).
+    fn prepare_here(&self, _records: &[&ChunkRecord]) {}
     fn remove(&self, chunk_ids: &[String]) -> Result<(), IndexError>;
     fn ids(&self) -> Result<BTreeSet<String>, IndexError>;
     fn count(&self) -> Result<u64, IndexError>;

@@ -451,6 +451,11 @@ impl Indexer for Index {
         self.upsert(records, vectors)
     }
 
+    fn prepare_here(&self, records: &[&ChunkRecord]) {
+        let documents: Vec<&str> = records.iter().map(|r| r.document.as_str()).collect();
+        self.store.prepare_documents(&documents);
+    }
+
     fn remove(&self, chunk_ids: &[String]) -> Result<(), IndexError> {
         self.store.delete(chunk_ids)
     }

@@ -21,10 +21,14 @@
 //! - `schema`: the tables, rows and hits, filters as SQL, the generation,
 //!   opening (creating, upgrading) a store, writing chunks' rows;
 //! - `vectors`: the in-memory int8 matrix and the vector search over it;
-//! - `keyword`: the FTS5 keyword index, its writes and searches.
+//! - `keyword`: the FTS5 keyword index, its writes and searches;
+//! - `ahead`: documents tokenized on other threads for the writer;
+//! - `checkpoint`: the write-ahead log copied back on a thread of its own.
 //!
 //! What the scores mean and how they are weighed is [`crate::rank`]'s.
 
+mod ahead;
+mod checkpoint;
 mod keyword;
 mod pending;
 mod schema;
@@ -46,6 +50,9 @@ pub(crate) use vectors::{from_blob, to_blob};
 use crate::{ChunkRecord, Filter, Hit, IndexError, Pending, Store, StoredModel, bm25};
 
 pub struct SqliteStore {
+    /// Dropped first: its thread ends before the connections close.
+    #[cfg_attr(not(test), allow(dead_code, reason = "held for its thread"))]
+    checkpoints: Option<checkpoint::Checkpoints>,
     path: PathBuf,
     conn: Mutex<Connection>,
     /// A second connection for the vector side's reads (rescoring, hits),
@@ -62,6 +69,10 @@ pub struct SqliteStore {
     /// kept current like the vectors; `None` if it could not be registered
     /// (keyword search then ranks with FTS5's `bm25()`).
     lengths: Option<bm25::Shared>,
+    /// Documents tokenized on the workers' threads for the writing
+    /// connection's keyword index; `None` if its tokenizer could not be
+    /// put in front of SQLite's (SQLite's alone then tokenizes).
+    ahead: Option<Arc<ahead::Ahead>>,
 }
 
 fn err(path: &Path, e: impl std::fmt::Display) -> IndexError {
@@ -147,6 +158,12 @@ impl Store for SqliteStore {
         drop(conn);
         self.invalidate();
         Ok(())
+    }
+
+    fn prepare_documents(&self, documents: &[&str]) {
+        if let Some(ahead) = &self.ahead {
+            ahead.prepare(documents);
+        }
     }
 
     fn ids(&self) -> Result<BTreeSet<String>, IndexError> {

@@ -235,9 +235,22 @@ impl SqliteStore {
         if let Some(dir) = path.parent() {
             fs_err::create_dir_all(dir).map_err(|e| err(path, e))?;
         }
-        let conn = Connection::open(path).map_err(|e| err(path, e))?;
+        let mut conn = Connection::open(path).map_err(|e| err(path, e))?;
+        let checkpoints = super::checkpoint::Checkpoints::start(&mut conn, path)
+            .inspect_err(|e| tracing::debug!("checkpoints on the writer: {e}"))
+            .ok();
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(|e| err(path, e))?;
+        // Before the keyword table is first touched: FTS5 makes its
+        // tokenizer then.
+        let ahead = std::sync::Arc::new(super::ahead::Ahead::default());
+        let ahead = match super::ahead::register(&conn, std::sync::Arc::clone(&ahead)) {
+            Ok(()) => Some(ahead),
+            Err(e) => {
+                tracing::debug!("no tokenizing ahead: {e}");
+                None
+            }
+        };
         conn.execute_batch(SCHEMA).map_err(|e| {
             busy(path, &e).unwrap_or_else(|| IndexError::Store {
                 store: format!("sqlite ({})", path.display()),
@@ -278,7 +291,9 @@ impl SqliteStore {
         };
         Ok(Self {
             path: path.to_path_buf(),
+            checkpoints,
             lengths,
+            ahead,
             conn: Mutex::new(conn),
             reader: Mutex::new(reader),
             vectors: Mutex::new(None),
