@@ -486,10 +486,7 @@ fn many_workers_tokenizing_ahead_index_what_one_worker_does() {
             .unwrap();
         let run = Run::from(out);
         assert_eq!(run.code, 0, "{run:?}");
-        assert!(
-            run.json()["chunks_total"].as_u64().unwrap() > 15,
-            "{run:?}"
-        );
+        assert!(run.json()["chunks_total"].as_u64().unwrap() > 15, "{run:?}");
         roots.push(r);
     }
     for q in [

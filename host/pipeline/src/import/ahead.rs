@@ -83,7 +83,10 @@ impl<'scope, 'a> Ahead<'scope, 'a> {
             return;
         }
         self.next = self.next.max(at + 1);
-        while self.running.len() < self.width && self.next < items.len() {
+        // The input at `at` is taken from `running` only when its turn is
+        // read: its parse holds no slot of those ahead of it.
+        let current = usize::from(self.running.contains_key(&items[at].key));
+        while self.running.len() - current < self.width && self.next < items.len() {
             let item = &items[self.next];
             self.next += 1;
             if will_be_read(item, manifest) {
