@@ -5,7 +5,9 @@
 //! [`IndexSink`] is the index as a sink: committed chunks are indexed in
 //! batches of [`INDEX_BATCH`], on a thread of their own when started in a
 //! scope (the store's inserts, or the embedding model, then overlap the
-//! chunking of the conversations that follow). With an instant embedder
+//! chunking of the conversations that follow). An import has one for all
+//! its inputs: a folder of small sessions is indexed in full batches, not
+//! one transaction per session on the committing thread. With an instant embedder
 //! (the lexical stand-in) the vectors are made on the worker threads that
 //! wrote the chunks, so that the index thread only writes.
 
@@ -71,6 +73,13 @@ impl Indexed {
     }
 }
 
+/// What the index thread is handed: a batch to index, or a flush to
+/// answer once everything before it is indexed.
+enum Message {
+    Batch(Batch),
+    Flush(SyncSender<()>),
+}
+
 /// Chunks on their way to the index, with the vectors made beside their
 /// chunking when every one of them has one.
 #[derive(Default)]
@@ -97,7 +106,7 @@ pub struct IndexSink<'s> {
     vectors: Mutex<HashMap<String, Vec<f32>>>,
     pending: Mutex<Batch>,
     /// The index thread and its queue, when there is one.
-    thread: Option<(SyncSender<Batch>, ScopedJoinHandle<'s, Indexed>)>,
+    thread: Option<(SyncSender<Message>, ScopedJoinHandle<'s, Indexed>)>,
     /// What full batches indexed on the committing thread did (no thread).
     here: Mutex<Indexed>,
     /// Whether the workers prepare the documents for the index thread
@@ -122,11 +131,16 @@ impl<'s> IndexSink<'s> {
     /// A sink that indexes full batches on a thread of `scope`, one at a
     /// time and in order.
     pub fn threaded<'e>(scope: &'s Scope<'s, 'e>, indexer: &'s dyn Indexer) -> Self {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(2);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Message>(2);
         let index = move || {
             let mut done = Indexed::default();
-            for batch in rx {
-                done.add(indexer, &batch);
+            for message in rx {
+                match message {
+                    Message::Batch(batch) => done.add(indexer, &batch),
+                    Message::Flush(answer) => {
+                        let _ = answer.send(());
+                    }
+                }
             }
             done
         };
@@ -143,6 +157,31 @@ impl<'s> IndexSink<'s> {
             // the index thread is, and it is what bounds the speed-up.
             prepare: rayon::current_num_threads() > MANY_WORKERS,
             ..Self::new(indexer)
+        }
+    }
+
+    /// Returns once every chunk committed so far is indexed (or has
+    /// failed to be): before something else changes the same index, such
+    /// as taking chunks out of it.
+    pub fn flush(&self) {
+        let last =
+            std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner));
+        match &self.thread {
+            Some((tx, _)) => {
+                if !last.records.is_empty() {
+                    let _ = tx.send(Message::Batch(last));
+                }
+                let (answer, answered) = std::sync::mpsc::sync_channel(1);
+                // The thread runs until `finish` drops the sender.
+                if tx.send(Message::Flush(answer)).is_ok() {
+                    let _ = answered.recv();
+                }
+            }
+            None if !last.records.is_empty() => {
+                let mut here = self.here.lock().unwrap_or_else(PoisonError::into_inner);
+                here.add(self.indexer, &last);
+            }
+            None => {}
         }
     }
 
@@ -216,7 +255,7 @@ impl ChunkSink for IndexSink<'_> {
             // The thread ends only when the sender is dropped (in
             // `finish`), so the send cannot fail.
             Some((tx, _)) => {
-                let _ = tx.send(full);
+                let _ = tx.send(Message::Batch(full));
             }
             None => {
                 drop(pending);
@@ -224,5 +263,89 @@ impl ChunkSink for IndexSink<'_> {
                 here.add(self.indexer, &full);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::sync::Mutex;
+
+    use chatmill_index::{ChunkMeta, ChunkRecord, IndexError, Indexer};
+
+    use super::*;
+
+    /// An index that keeps the ids it was given, slowly (so that a batch
+    /// is still on its way when the test looks).
+    #[derive(Default)]
+    struct Slow(Mutex<BTreeSet<String>>);
+
+    impl Indexer for Slow {
+        fn index(&self, r: &[ChunkRecord]) -> Result<(), IndexError> {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            let mut s = self.0.lock().unwrap();
+            s.extend(r.iter().map(|r| r.chunk_id.clone()));
+            Ok(())
+        }
+        fn remove(&self, ids: &[String]) -> Result<(), IndexError> {
+            let mut s = self.0.lock().unwrap();
+            for id in ids {
+                s.remove(id);
+            }
+            Ok(())
+        }
+        fn ids(&self) -> Result<BTreeSet<String>, IndexError> {
+            Ok(self.0.lock().unwrap().clone())
+        }
+        fn count(&self) -> Result<u64, IndexError> {
+            Ok(self.0.lock().unwrap().len() as u64)
+        }
+    }
+
+    fn written(id: &str) -> Written {
+        Written {
+            chunk_id: id.into(),
+            path: id.into(),
+            header_pending: false,
+            record: ChunkRecord {
+                chunk_id: id.into(),
+                embed_text: "t".into(),
+                document: "d".into(),
+                meta: ChunkMeta {
+                    timestamp: 0,
+                    platform: "p".into(),
+                    agent_id: "a".into(),
+                    conversation_id: "c".into(),
+                    project: None,
+                    title: None,
+                    topics: Vec::new(),
+                    model: "m".into(),
+                    turn_range: "1".into(),
+                    source_file: "f".into(),
+                    path: id.into(),
+                },
+            },
+        }
+    }
+
+    #[test]
+    fn a_flush_returns_once_everything_committed_is_indexed() {
+        let index = Slow::default();
+        let n = INDEX_BATCH * 2 + 7;
+        let done = std::thread::scope(|scope| {
+            let sink = IndexSink::threaded(scope, &index);
+            for i in 0..n {
+                sink.committed(written(&format!("c{i}")));
+            }
+            sink.flush();
+            // Two full batches and the partial one, none still queued.
+            assert_eq!(index.count().unwrap(), n as u64);
+            // The sink goes on taking chunks after a flush.
+            sink.committed(written("after"));
+            sink.finish()
+        });
+        assert_eq!(done.chunks, n as u32 + 1);
+        assert!(done.failure.is_none());
+        assert!(index.ids().unwrap().contains("after"));
     }
 }

@@ -34,6 +34,7 @@ use crate::lock::RootLock;
 use crate::manifest::{Manifest, ManifestError};
 use crate::processor::{Processor, ProcessorConfig};
 use crate::root::Root;
+use crate::sink::IndexSink;
 use crate::sink::Indexed;
 use catch_up::catch_up_into;
 pub use record::{FileProblem, Summary};
@@ -133,7 +134,8 @@ fn run_grouped(
     let items = select::without_own_files(items, &opts.root, &opts.processor.out_dir);
     let assets = Assets::new(&opts.root, &items);
     std::thread::scope(|scope| {
-        let mut run = Driver::new(svc, opts, manifest_path, manifest, group_time);
+        let index = svc.indexer.map(|ix| IndexSink::threaded(scope, ix));
+        let mut run = Driver::new(svc, opts, manifest_path, manifest, group_time, index);
         // The index takes the chunks the manifest has and it lacks (a killed
         // run, an index that was down) before the run adds its own: what
         // there is to compare is then only what earlier runs left (nothing,
@@ -204,6 +206,8 @@ struct Driver<'r, 'p, 's> {
     others_wrote: bool,
     /// The conversation notes, refreshed after each input.
     notes: crate::notes::Notes,
+    /// The run's index sink (see [`Work::index`]).
+    index: Option<IndexSink<'p>>,
 }
 
 impl<'r, 'p, 's> Driver<'r, 'p, 's> {
@@ -213,6 +217,7 @@ impl<'r, 'p, 's> Driver<'r, 'p, 's> {
         manifest_path: PathBuf,
         manifest: Manifest,
         group_time: Duration,
+        index: Option<IndexSink<'p>>,
     ) -> Self {
         let group = group::Group::new(opts.root.clone(), manifest_path.clone(), group_time);
         Self {
@@ -228,6 +233,7 @@ impl<'r, 'p, 's> Driver<'r, 'p, 's> {
             group,
             plan: None,
             others_wrote: false,
+            index,
         }
     }
 
@@ -267,10 +273,10 @@ impl<'r, 'p, 's> Driver<'r, 'p, 's> {
             processor: &mut self.processor,
             manifest: &mut self.manifest,
             summary: &mut self.summary,
-            index_failure: &mut self.index_failure,
             assets,
             due: self.plan.as_ref().map(|p| &p.due),
             notes: &mut self.notes,
+            index: self.index.as_ref(),
         };
         if let Some(companion) = select::import_one(&mut work, item) {
             select::import_one(&mut work, companion);
@@ -305,6 +311,10 @@ impl<'r, 'p, 's> Driver<'r, 'p, 's> {
     /// Makes the last group durable, removes what a reprocess replaced, and
     /// completes the summary.
     fn finish(mut self, items: &[Item]) -> Result<Summary, ImportError> {
+        // Everything committed is indexed before anything is taken out.
+        if let Some(done) = self.index.take().map(IndexSink::finish) {
+            merge_indexed(&mut self.summary, &mut self.index_failure, done);
+        }
         if self.opts.reprocess.is_some() && self.plan.is_none() {
             // No input was read: the outdated ones are all missing.
             self.group.enter()?;
@@ -389,7 +399,6 @@ struct Work<'r, 'p, 's> {
     processor: &'r mut Processor<'s>,
     manifest: &'r mut Manifest,
     summary: &'r mut Summary,
-    index_failure: &'r mut IndexFailure,
     /// The export files attachments may link.
     assets: &'r Assets<'r>,
     /// Inputs a reprocess reads again whatever their hash.
@@ -397,4 +406,7 @@ struct Work<'r, 'p, 's> {
     /// The conversation notes: a new conversation's is written at its
     /// commit, the others' after the input.
     notes: &'r mut crate::notes::Notes,
+    /// The run's index sink: committed chunks are indexed in batches
+    /// across inputs, on a thread of their own.
+    index: Option<&'r IndexSink<'p>>,
 }

@@ -408,6 +408,10 @@ fn forget_unanswered(
     if !earlier {
         return Ok(());
     }
+    if let Some(index) = w.index {
+        // Its chunks queued for the index go in before they are taken out.
+        index.flush();
+    }
     forget_chunks_of(w.svc, w.opts, &item.key, w.manifest)?;
     record.chunk_ids.clear();
     *w.processor = Processor::new(w.opts.processor.clone(), w.svc.header, w.manifest);

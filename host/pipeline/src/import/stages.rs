@@ -117,13 +117,14 @@ pub(super) fn parse_into<'a>(
 
 /// One input's sink: the chunk ids its manifest record lists, the chunks
 /// whose header waits for the header model, and the index.
-struct FileSink<'s> {
+struct FileSink<'a, 'i> {
     chunk_ids: Mutex<Vec<String>>,
     backfill: Mutex<crate::backfill::Queue>,
-    index: Option<IndexSink<'s>>,
+    /// The run's index sink (one for all inputs).
+    index: Option<&'a IndexSink<'i>>,
 }
 
-impl ChunkSink for FileSink<'_> {
+impl ChunkSink for FileSink<'_, '_> {
     fn prepared(&self, written: &[Written]) {
         if let Some(index) = &self.index {
             index.prepared(written);
@@ -181,7 +182,7 @@ pub(super) fn chunk_input<'a>(
         let sink = FileSink {
             chunk_ids: Mutex::default(),
             backfill: Mutex::default(),
-            index: svc.indexer.map(|ix| IndexSink::threaded(scope, ix)),
+            index: w.index,
         };
         let file = (item.file_name.as_str(), item.mtime.into());
         let links = (w.assets, item);
@@ -189,11 +190,8 @@ pub(super) fn chunk_input<'a>(
         let FileSink {
             chunk_ids,
             backfill,
-            index,
+            ..
         } = sink;
-        if let Some(done) = index.map(IndexSink::finish) {
-            super::merge_indexed(w.summary, w.index_failure, done);
-        }
         let parsed = parser.join();
         (result, parsed, (chunk_ids, backfill))
     });
