@@ -429,6 +429,16 @@ fn verify_repair_gives_an_older_index_its_projects_and_clears_the_mark() {
     as_older_index(&root);
     assert!(recent_in(&env, &root, &project).is_empty());
     assert!(metadata_outdated(&root));
+    // Plain `verify` says so.
+    let v = env.run(&["--root", r, "verify", "--json"]);
+    assert_eq!(v.code, 1, "{v:?}");
+    let kinds: Vec<String> = v.json()["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["kind"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(kinds, ["index-outdated"], "{v:?}");
     let v = env.run(&["--root", r, "verify", "--repair", "--json"]);
     assert_eq!(v.code, 0, "{v:?}");
     let repaired = v.json()["repaired"].to_string();
@@ -441,6 +451,7 @@ fn verify_repair_gives_an_older_index_its_projects_and_clears_the_mark() {
     // Nothing left to refresh: a second repair changes nothing.
     let v = env.run(&["--root", r, "verify", "--repair", "--json"]);
     assert_eq!(v.json()["repaired"], serde_json::json!([]), "{v:?}");
+    assert_eq!(env.run(&["--root", r, "verify"]).code, 0);
 }
 
 /// With more workers than two, each tokenizes its chunks' documents for the

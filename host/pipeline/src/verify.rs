@@ -28,6 +28,11 @@ pub struct Problem {
     pub message: String,
 }
 
+/// The kind of the problem of an index whose metadata predates a field
+/// (`Indexer::metadata_outdated`): `--repair` (or the next import)
+/// refreshes it from the chunk files.
+pub const INDEX_OUTDATED: &str = "index-outdated";
+
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Report {
     pub chunk_files: u32,
@@ -245,6 +250,16 @@ fn check_index(
     report.index_chunks = Some(ids.len() as u64);
     match ix.pending_count() {
         Ok(n) => report.vectors_pending = n,
+        Err(e) => push(problems, "index", "index", e.to_string()),
+    }
+    match ix.metadata_outdated() {
+        Ok(false) => {}
+        Ok(true) => push(
+            problems,
+            INDEX_OUTDATED,
+            "index",
+            "the index predates `project`: searches scoped to a project miss its chunks until their metadata is refreshed from the chunk files".into(),
+        ),
         Err(e) => push(problems, "index", "index", e.to_string()),
     }
     for id in on_disk.iter().filter(|id| !ids.contains(**id)) {

@@ -97,5 +97,6 @@ fn refresh_metadata(
     report.repaired.push(format!(
         "refreshed the index's metadata of {n} chunks from their files (the index predated `project`)"
     ));
+    report.problems.retain(|p| p.kind != verify::INDEX_OUTDATED);
     Ok(())
 }

@@ -78,7 +78,10 @@ impl Ahead {
             let Some(local) = local.as_mut() else {
                 return Vec::new();
             };
+            // An empty document is never looked up (FTS5 has nothing to
+            // tokenize), so it is not kept.
             docs.iter()
+                .filter(|d| !d.is_empty())
                 .filter_map(|d| local.tokenize(d.as_bytes()).map(|t| (hash(&t.text), t)))
                 .collect()
         });
