@@ -166,22 +166,30 @@ impl<'s> IndexSink<'s> {
     pub fn flush(&self) {
         let last =
             std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner));
+        if !last.records.is_empty() {
+            self.hand_over(last);
+        }
+        if let Some((tx, _)) = &self.thread {
+            let (answer, answered) = std::sync::mpsc::sync_channel(1);
+            // The thread runs until `finish` drops the sender.
+            if tx.send(Message::Flush(answer)).is_ok() {
+                let _ = answered.recv();
+            }
+        }
+    }
+
+    /// Indexes `batch` on the index thread, or here when there is none.
+    fn hand_over(&self, batch: Batch) {
         match &self.thread {
+            // The thread ends only when the sender is dropped (in
+            // `finish`), so the send cannot fail.
             Some((tx, _)) => {
-                if !last.records.is_empty() {
-                    let _ = tx.send(Message::Batch(last));
-                }
-                let (answer, answered) = std::sync::mpsc::sync_channel(1);
-                // The thread runs until `finish` drops the sender.
-                if tx.send(Message::Flush(answer)).is_ok() {
-                    let _ = answered.recv();
-                }
+                let _ = tx.send(Message::Batch(batch));
             }
-            None if !last.records.is_empty() => {
+            None => {
                 let mut here = self.here.lock().unwrap_or_else(PoisonError::into_inner);
-                here.add(self.indexer, &last);
+                here.add(self.indexer, &batch);
             }
-            None => {}
         }
     }
 
@@ -251,18 +259,8 @@ impl ChunkSink for IndexSink<'_> {
             return;
         }
         let full = std::mem::take(&mut *pending);
-        match &self.thread {
-            // The thread ends only when the sender is dropped (in
-            // `finish`), so the send cannot fail.
-            Some((tx, _)) => {
-                let _ = tx.send(Message::Batch(full));
-            }
-            None => {
-                drop(pending);
-                let mut here = self.here.lock().unwrap_or_else(PoisonError::into_inner);
-                here.add(self.indexer, &full);
-            }
-        }
+        drop(pending);
+        self.hand_over(full);
     }
 }
 
