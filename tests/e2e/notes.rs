@@ -280,13 +280,7 @@ fn a_grown_conversation_keeps_its_note_and_verify_checks_and_repairs_notes() {
     std::fs::write(root.join("conversations").join(&name), "my edit\n").unwrap();
     let v = env.run(&["--root", r, "verify", "--json"]);
     assert_eq!(v.code, 1, "{v:?}");
-    let kinds: Vec<Value> = v.json()["problems"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["kind"].clone())
-        .collect();
-    assert_eq!(kinds, ["note-outdated"], "{v:?}");
+    assert_eq!(problem_kinds(&v), ["note-outdated"], "{v:?}");
     std::fs::remove_file(root.join("conversations").join(&name)).unwrap();
     let v = env.run(&["--root", r, "verify", "--json"]);
     assert_eq!(v.code, 1, "{v:?}");

@@ -432,13 +432,7 @@ fn verify_repair_gives_an_older_index_its_projects_and_clears_the_mark() {
     // Plain `verify` says so.
     let v = env.run(&["--root", r, "verify", "--json"]);
     assert_eq!(v.code, 1, "{v:?}");
-    let kinds: Vec<String> = v.json()["problems"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["kind"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(kinds, ["index-outdated"], "{v:?}");
+    assert_eq!(problem_kinds(&v), ["index-outdated"], "{v:?}");
     let v = env.run(&["--root", r, "verify", "--repair", "--json"]);
     assert_eq!(v.code, 0, "{v:?}");
     let repaired = v.json()["repaired"].to_string();

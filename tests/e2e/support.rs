@@ -181,3 +181,13 @@ pub fn chatgpt_export(env: &Env) -> String {
         .display()
         .to_string()
 }
+
+/// The kinds of the problems `verify --json` reported, in order.
+pub fn problem_kinds(verify: &Run) -> Vec<String> {
+    verify.json()["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["kind"].as_str().unwrap().to_string())
+        .collect()
+}
