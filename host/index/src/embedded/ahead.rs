@@ -446,10 +446,11 @@ mod tests {
     use crate::embedded::tests::rec;
     use crate::{ChunkRecord, Filter, Store};
 
-    /// Every token of the keyword index in `path`, with its document and
-    /// position, read on a plain connection (nothing of ours registered).
+    /// Every token of the keyword index of the store at `path`, with its
+    /// document and position, read on a plain connection (nothing of ours
+    /// registered).
     fn instances(path: &std::path::Path) -> Vec<(String, i64, i64)> {
-        let conn = Connection::open(path).unwrap();
+        let conn = Connection::open(crate::embedded::keyword_file::path_for(path)).unwrap();
         conn.execute_batch(
             "CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, chunks_fts, instance);",
         )

@@ -150,7 +150,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("i.sqlite3");
         let store = SqliteStore::open(&path).unwrap();
-        let wal = || std::fs::metadata(dir.path().join("i.sqlite3-wal")).map_or(0, |m| m.len());
+        // The keyword file's log: the documents are its writes.
+        let wal =
+            || std::fs::metadata(dir.path().join("i-keywords.sqlite3-wal")).map_or(0, |m| m.len());
         // ~850 pages of 8 KiB a write: two pass `AFTER`.
         let write = |n: usize| {
             let words: Vec<String> = (0..2_000_000).map(|i| format!("w{}", i % 99_991)).collect();
@@ -160,7 +162,7 @@ mod tests {
         };
         write(0);
         write(1);
-        let checkpoints = store.checkpoints.as_ref().expect("the hook is set");
+        let checkpoints = store.keyword_checkpoints.as_ref().expect("the hook is set");
         let waited = Instant::now();
         while checkpoints.made() == 0 {
             assert!(waited.elapsed() < Duration::from_secs(20), "no checkpoint");

@@ -129,11 +129,6 @@ pub(super) fn contentless(conn: &Connection) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// Documents put in the keyword index by one statement, at most (two
-/// parameters each, well under SQLite's limit of 32,766). An import writes
-/// 256 at a time: one statement, one new segment.
-const KEYWORD_ROWS: usize = 1024;
-
 /// FTS5 merges its segments once `AUTOMERGE` of them sit at one level (its
 /// default is 4). Every write batch adds a segment, so at 4 an import spends
 /// a fifth of its index thread re-merging; at 8 the 100k-pair import bench
@@ -165,43 +160,6 @@ pub(super) fn tune_merges(conn: &Connection) -> rusqlite::Result<()> {
 type ScopeTerms = (i64, Vec<(i64, bm25::Terms)>);
 
 impl SqliteStore {
-    /// Takes the rows `unindex` out of the keyword index and puts the
-    /// documents `index` (rowid, text) in, one statement each, as the last
-    /// writes of the transaction `tx`. FTS5 writes its pending terms out as
-    /// a new segment at every statement savepoint once it is part of a
-    /// transaction, so per-row statements would make one segment per chunk,
-    /// merged over and over (a third of an import's index time).
-    pub(super) fn write_keyword_index(
-        &self,
-        tx: &Connection,
-        unindex: &[i64],
-        index: &[(i64, &str)],
-    ) -> Result<(), IndexError> {
-        if !unindex.is_empty() {
-            tx.execute(
-                "DELETE FROM chunks_fts WHERE rowid IN (SELECT value FROM json_each(?1))",
-                [serde_json::to_string(unindex).map_err(|e| self.e(e))?],
-            )
-            .map_err(|e| self.e(e))?;
-        }
-        // The documents as parameters of one statement (`VALUES (?, ?), …`):
-        // handed over as JSON, escaping and parsing them would cost 3.6 % of
-        // an import's CPU.
-        for rows in index.chunks(KEYWORD_ROWS) {
-            let sql = format!(
-                "INSERT INTO chunks_fts(rowid, document) VALUES {}",
-                vec!["(?, ?)"; rows.len()].join(", ")
-            );
-            let mut insert = tx.prepare_cached(&sql).map_err(|e| self.e(e))?;
-            let params: Vec<&dyn rusqlite::ToSql> = rows
-                .iter()
-                .flat_map(|(id, doc)| [id as &dyn rusqlite::ToSql, doc as &dyn rusqlite::ToSql])
-                .collect();
-            insert.execute(params.as_slice()).map_err(|e| self.e(e))?;
-        }
-        Ok(())
-    }
-
     /// The lengths of the documents this store's write (from generation
     /// `before`) put in the keyword index, if the table was current.
     pub(super) fn lengths_written(

@@ -1,6 +1,7 @@
-//! The embedded store (the zero-setup default): one SQLite file under the
-//! root. Chunk metadata in a table with a timestamp index, the documents in
-//! an FTS5 table for BM25, and the vectors as little-endian f32 BLOBs.
+//! The embedded store (the zero-setup default): two SQLite files under the
+//! root. Chunk metadata in a table with a timestamp index and the vectors
+//! as little-endian f32 BLOBs in one; the documents in an FTS5 table for
+//! BM25 in the other, written at the same time (see `keyword_file`).
 //!
 //! Vector search is exact: the vectors are loaded once into one contiguous
 //! in-memory matrix of int8 codes (one scale per vector), scanned with an
@@ -21,7 +22,9 @@
 //! - `schema`: the tables, rows and hits, filters as SQL, the generation,
 //!   opening (creating, upgrading) a store, writing chunks' rows;
 //! - `vectors`: the in-memory int8 matrix and the vector search over it;
-//! - `keyword`: the FTS5 keyword index, its writes and searches;
+//! - `keyword`: the FTS5 keyword index and its searches;
+//! - `keyword_file`: the keyword index's own file, written beside the rows
+//!   by a thread of its own, and how the two files are kept in agreement;
 //! - `ahead`: documents tokenized on other threads for the writer;
 //! - `checkpoint`: the write-ahead log copied back on a thread of its own.
 //!
@@ -30,6 +33,7 @@
 mod ahead;
 mod checkpoint;
 mod keyword;
+pub(crate) mod keyword_file;
 mod pending;
 mod schema;
 #[cfg(test)]
@@ -51,8 +55,13 @@ use crate::{ChunkRecord, Filter, Hit, IndexError, Pending, Store, StoredModel, b
 
 pub struct SqliteStore {
     /// Dropped first: its thread ends before the connections close.
-    #[cfg_attr(not(test), allow(dead_code, reason = "held for its thread"))]
+    #[allow(dead_code, reason = "held for its thread")]
     checkpoints: Option<checkpoint::Checkpoints>,
+    #[cfg_attr(not(test), allow(dead_code, reason = "held for its thread"))]
+    keyword_checkpoints: Option<checkpoint::Checkpoints>,
+    /// Writes the keyword file; its thread ends (dropped before the
+    /// connections) once its last job is done.
+    keyword_writer: keyword_file::KeywordWriter,
     path: PathBuf,
     conn: Mutex<Connection>,
     /// A second connection for the vector side's reads (rescoring, hits),
@@ -104,6 +113,83 @@ impl SqliteStore {
     }
 }
 
+impl SqliteStore {
+    /// Writes `records`' rows (with `vectors`, and what `also` writes in
+    /// the same transaction) and their keyword index: the keyword file's
+    /// thread indexes the documents while this one writes the rows, and
+    /// the rows commit once the keywords have (see `keyword_file`).
+    fn write_chunks<'a>(
+        &self,
+        records: &'a [ChunkRecord],
+        vectors: &'a [Vec<f32>],
+        also: impl FnOnce(&Connection, &[(schema::Row, &'a [f32])]) -> rusqlite::Result<()>,
+    ) -> Result<(), IndexError> {
+        let mut conn = self.conn();
+        // Deferred, its first statement a write: it locks the store's own
+        // file only (IMMEDIATE would lock the attached keyword file too,
+        // which the keyword writer is about to take).
+        let tx = conn.transaction().map_err(|e| self.e(e))?;
+        let before = bump_generation(&tx).map_err(|e| self.e(e))?;
+        let plan = self.plan_rows(&tx, records)?;
+        let epoch = keyword_file::next_epoch(&tx).map_err(|e| self.e(e))?;
+        let keywords = self.keyword_writer.send(keyword_file::Job {
+            unindex: plan.unindex.clone(),
+            index: plan
+                .index
+                .iter()
+                .map(|&(id, doc)| (id, doc.to_owned()))
+                .collect(),
+            epoch,
+        });
+        let rows = self
+            .write_rows(&tx, records, vectors, &plan)
+            .and_then(|rows| {
+                also(&tx, &rows).map_err(|e| self.e(e))?;
+                Ok(rows)
+            });
+        let ids: Vec<i64> = plan.rows.iter().map(|&(id, _)| id).collect();
+        let rows = self.commit_after(tx, rows, keywords);
+        let rows = self.in_agreement(&mut conn, rows)?;
+        self.lengths_written(&conn, before, ids.into_iter())?;
+        drop(conn);
+        self.written(before, rows);
+        Ok(())
+    }
+
+    /// Commits the store's side of a write (`tx`, with what writing it
+    /// gave) once its keyword side (`keywords`) has committed; rolls it
+    /// back if either failed.
+    fn commit_after<T>(
+        &self,
+        tx: rusqlite::Transaction<'_>,
+        written: Result<T, IndexError>,
+        keywords: keyword_file::Pending,
+    ) -> Result<T, IndexError> {
+        let keyworded = keywords.wait();
+        match (written, keyworded) {
+            (Ok(done), Ok(())) => tx.commit().map(|()| done).map_err(|e| self.e(e)),
+            (Err(e), _) => Err(e),
+            (Ok(_), Err(e)) => Err(self.e(format!("the keyword index: {e}"))),
+        }
+    }
+
+    /// `outcome`, after a failed write has brought the two files back into
+    /// agreement (its keyword side may have committed alone; failing
+    /// that, the next open does it).
+    fn in_agreement<T>(
+        &self,
+        conn: &mut Connection,
+        outcome: Result<T, IndexError>,
+    ) -> Result<T, IndexError> {
+        if outcome.is_err()
+            && let Err(e) = keyword_file::reconcile(conn)
+        {
+            tracing::warn!("the keyword index is brought back in line at the next open: {e}");
+        }
+        outcome
+    }
+}
+
 impl Store for SqliteStore {
     fn name(&self) -> &str {
         "sqlite"
@@ -119,22 +205,15 @@ impl Store for SqliteStore {
             return Ok(());
         }
         let dim = vectors.first().map_or(0, Vec::len);
-        let mut conn = self.conn();
-        let tx = conn.transaction().map_err(|e| self.e(e))?;
-        let before = bump_generation(&tx).map_err(|e| self.e(e))?;
-        schema::record_model(&tx, dim, model).map_err(|e| self.e(e))?;
-        let written = self.write_rows(&tx, records, vectors)?;
-        self.write_keyword_index(&tx, &written.unindex, &written.index)?;
-        pending::clear(&tx, written.rows.iter().map(|(row, _)| row.id)).map_err(|e| self.e(e))?;
-        tx.commit().map_err(|e| self.e(e))?;
-        self.lengths_written(&conn, before, written.rows.iter().map(|(row, _)| row.id))?;
-        drop(conn);
-        self.written(before, written.rows);
-        Ok(())
+        self.write_chunks(records, vectors, |tx, rows| {
+            schema::record_model(tx, dim, model)?;
+            pending::clear(tx, rows.iter().map(|(row, _)| row.id))
+        })
     }
 
     fn delete(&self, chunk_ids: &[String]) -> Result<(), IndexError> {
         let mut conn = self.conn();
+        // Its first statement a write: see `write_chunks`.
         let tx = conn.transaction().map_err(|e| self.e(e))?;
         bump_generation(&tx).map_err(|e| self.e(e))?;
         let mut unindex = Vec::new();
@@ -152,9 +231,15 @@ impl Store for SqliteStore {
                 }
             }
         }
-        self.write_keyword_index(&tx, &unindex, &[])?;
         pending::clear(&tx, unindex.iter().copied()).map_err(|e| self.e(e))?;
-        tx.commit().map_err(|e| self.e(e))?;
+        let epoch = keyword_file::next_epoch(&tx).map_err(|e| self.e(e))?;
+        let keywords = self.keyword_writer.send(keyword_file::Job {
+            unindex,
+            index: Vec::new(),
+            epoch,
+        });
+        let done = self.commit_after(tx, Ok(()), keywords);
+        self.in_agreement(&mut conn, done)?;
         drop(conn);
         self.invalidate();
         Ok(())

@@ -18,25 +18,14 @@ impl SqliteStore {
             return Ok(());
         }
         let none = vec![Vec::new(); records.len()];
-        let mut conn = self.conn();
-        let tx = conn.transaction().map_err(|e| self.e(e))?;
-        let before = bump_generation(&tx).map_err(|e| self.e(e))?;
-        let written = self.write_rows(&tx, records, &none)?;
-        self.write_keyword_index(&tx, &written.unindex, &written.index)?;
-        {
-            let mut wait = tx
-                .prepare_cached("INSERT OR REPLACE INTO pending (id, text) VALUES (?1, ?2)")
-                .map_err(|e| self.e(e))?;
-            for ((row, _), r) in written.rows.iter().zip(records) {
-                wait.execute(params![row.id, r.embed_text])
-                    .map_err(|e| self.e(e))?;
+        self.write_chunks(records, &none, |tx, rows| {
+            let mut wait =
+                tx.prepare_cached("INSERT OR REPLACE INTO pending (id, text) VALUES (?1, ?2)")?;
+            for ((row, _), r) in rows.iter().zip(records) {
+                wait.execute(params![row.id, r.embed_text])?;
             }
-        }
-        tx.commit().map_err(|e| self.e(e))?;
-        self.lengths_written(&conn, before, written.rows.iter().map(|(row, _)| row.id))?;
-        drop(conn);
-        self.written(before, written.rows);
-        Ok(())
+            Ok(())
+        })
     }
 
     pub(super) fn read_pending(&self, limit: usize) -> Result<Vec<Pending>, IndexError> {

@@ -7,13 +7,13 @@ use std::sync::Mutex;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::keyword::{contentless, fts_table, tune_merges};
+use super::keyword::contentless;
+use super::keyword_file::{self, KeywordWriter};
 use super::{SqliteStore, err};
 use crate::bm25::{self, Lengths};
 use crate::{ChunkMeta, ChunkRecord, Filter, Hit, IndexError};
 
-const SCHEMA: &str = concat!(
-    "
+const SCHEMA: &str = "
 -- A new store's pages are 8 KiB (SQLite's default is 4 KiB), set before
 -- anything is written; an existing store keeps its own. A chunk's row (its
 -- document and its f32 vector, ~3.5 KB) took a 4 KiB page of its own and
@@ -48,16 +48,13 @@ CREATE INDEX IF NOT EXISTS chunks_agent ON chunks(agent_id);
 -- Chunks whose vectors come later (see `pending`), by rowid, with the text
 -- to embed.
 CREATE TABLE IF NOT EXISTS pending (id INTEGER PRIMARY KEY, text TEXT NOT NULL);
-",
-    fts_table!(),
-    "
--- The keyword index is written by `upsert` and `delete`, one statement per
--- batch; a store made by an older chatmill may still carry per-row triggers.
+-- The keyword index is in a file of its own (see `keyword_file`), written
+-- beside the rows; a store made by an older chatmill may still carry
+-- per-row triggers that wrote it.
 DROP TRIGGER IF EXISTS chunks_ai;
 DROP TRIGGER IF EXISTS chunks_ad;
 DROP TRIGGER IF EXISTS chunks_au;
-"
-);
+";
 
 /// What vector search keeps in memory per chunk.
 #[derive(Clone)]
@@ -95,15 +92,15 @@ pub(super) fn generation(conn: &Connection) -> rusqlite::Result<i64> {
 }
 
 /// Bumps the generation inside the write transaction `tx`; returns the one
-/// it replaced.
+/// it replaced. One statement, a write: as a transaction's first, it takes
+/// the write lock before anything is read.
 pub(super) fn bump_generation(tx: &Connection) -> rusqlite::Result<i64> {
-    let g = generation(tx)?;
-    tx.execute(
-        "INSERT INTO meta(key, value) VALUES ('generation', ?1)
-         ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-        [(g + 1).to_string()],
-    )?;
-    Ok(g)
+    tx.prepare_cached(
+        "INSERT INTO main.meta(key, value) VALUES ('generation', '1')
+         ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1
+         RETURNING CAST(value AS INTEGER) - 1",
+    )?
+    .query_row([], |r| r.get(0))
 }
 
 /// The `meta` key marking a store whose chunks were written before it kept
@@ -241,16 +238,6 @@ impl SqliteStore {
             .ok();
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(|e| err(path, e))?;
-        // Before the keyword table is first touched: FTS5 makes its
-        // tokenizer then.
-        let ahead = std::sync::Arc::new(super::ahead::Ahead::default());
-        let ahead = match super::ahead::register(&conn, std::sync::Arc::clone(&ahead)) {
-            Ok(()) => Some(ahead),
-            Err(e) => {
-                tracing::debug!("no tokenizing ahead: {e}");
-                None
-            }
-        };
         conn.execute_batch(SCHEMA).map_err(|e| {
             busy(path, &e).unwrap_or_else(|| IndexError::Store {
                 store: format!("sqlite ({})", path.display()),
@@ -265,17 +252,39 @@ impl SqliteStore {
         let other = |e: rusqlite::Error| busy(path, &e).unwrap_or_else(|| err(path, e));
         contentless(&conn).map_err(other)?;
         add_project(&conn).map_err(other)?;
-        tune_merges(&conn).map_err(other)?;
+        let keywords = keyword_file::path_for(path);
+        // Before the keyword table is first touched: FTS5 makes its
+        // tokenizer then.
+        let ahead = std::sync::Arc::new(super::ahead::Ahead::default());
+        let mut ahead_registered = false;
+        let mut writer = keyword_file::open_writer(&keywords, |c| {
+            match super::ahead::register(c, std::sync::Arc::clone(&ahead)) {
+                Ok(()) => ahead_registered = true,
+                Err(e) => tracing::debug!("no tokenizing ahead: {e}"),
+            }
+        })
+        .map_err(|e| busy(&keywords, &e).unwrap_or_else(|| err(&keywords, e)))?;
+        let ahead = ahead_registered.then_some(ahead);
+        let keyword_checkpoints = super::checkpoint::Checkpoints::start(&mut writer, &keywords)
+            .inspect_err(|e| tracing::debug!("checkpoints on the keyword writer: {e}"))
+            .ok();
+        keyword_file::attach(&conn, &keywords).map_err(other)?;
+        keyword_file::move_in(&mut conn).map_err(other)?;
+        if !keyword_file::agree(&conn).map_err(other)? {
+            keyword_file::reconcile(&mut conn).map_err(other)?;
+        }
+        let keyword_writer = KeywordWriter::start(writer).map_err(|e| err(&keywords, e))?;
         let reader = Connection::open(path).map_err(|e| err(path, e))?;
         reader
             .busy_timeout(std::time::Duration::from_secs(5))
             .map_err(|e| err(path, e))?;
+        keyword_file::attach(&reader, &keywords).map_err(other)?;
         for c in [&conn, &reader] {
             // A 16 MiB page cache (the default is 2 MiB): BM25 over FTS5
             // looks up the length of every match, and inserts update FTS5's
             // b-trees. (A memory map measured no faster and inflates RSS by
             // the file size.)
-            c.execute_batch("PRAGMA cache_size = -16384;")
+            c.execute_batch("PRAGMA cache_size = -16384; PRAGMA kw.cache_size = -16384;")
                 .map_err(|e| err(path, e))?;
         }
         let lengths: bm25::Shared = std::sync::Arc::new(Mutex::new(std::sync::Arc::new(Lengths {
@@ -292,6 +301,8 @@ impl SqliteStore {
         Ok(Self {
             path: path.to_path_buf(),
             checkpoints,
+            keyword_checkpoints,
+            keyword_writer,
             lengths,
             ahead,
             conn: Mutex::new(conn),
@@ -349,105 +360,120 @@ impl SqliteStore {
         Ok(hits)
     }
 
-    /// Writes `records` and their `vectors` to `chunks` in the transaction
-    /// `tx`: the rows written (for the in-memory vectors) and what the
-    /// keyword index loses and gains.
+    /// Where `records` go, read in the write transaction `tx` (which holds
+    /// the store's write lock, so the largest rowid cannot move): a known
+    /// chunk keeps its row, a new one gets the next rowid; what the keyword
+    /// index loses (a replaced chunk's entry) and gains. Known before the
+    /// rows are written, so that the keyword file's writer can start.
+    pub(super) fn plan_rows<'a>(
+        &self,
+        tx: &Connection,
+        records: &'a [ChunkRecord],
+    ) -> Result<Plan<'a>, IndexError> {
+        let mut existing = tx
+            .prepare_cached("SELECT id FROM chunks WHERE chunk_id = ?1")
+            .map_err(|e| self.e(e))?;
+        let mut next: i64 = tx
+            .query_row("SELECT coalesce(max(id), 0) FROM chunks", [], |r| r.get(0))
+            .map_err(|e| self.e(e))?;
+        let mut plan = Plan {
+            rows: Vec::with_capacity(records.len()),
+            unindex: Vec::new(),
+            index: Vec::with_capacity(records.len()),
+        };
+        // Chunks met earlier in this batch, by id: written before this one.
+        let mut earlier: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        for r in records {
+            if let Some(&at) = earlier.get(r.chunk_id.as_str()) {
+                // Not in the keyword index yet: the later text is the one
+                // to index.
+                let id = plan.index[at].0;
+                plan.index[at].1 = &r.document;
+                plan.rows.push((id, true));
+                continue;
+            }
+            let old: Option<i64> = existing
+                .query_row([&r.chunk_id], |row| row.get(0))
+                .optional()
+                .map_err(|e| self.e(e))?;
+            let id = old.unwrap_or_else(|| {
+                next += 1;
+                next
+            });
+            if let Some(old) = old {
+                plan.unindex.push(old);
+            }
+            earlier.insert(&r.chunk_id, plan.index.len());
+            plan.index.push((id, &r.document));
+            plan.rows.push((id, old.is_some()));
+        }
+        Ok(plan)
+    }
+
+    /// Writes `records` and their `vectors` to `chunks` where `plan` puts
+    /// them, in the transaction `tx`: the rows written (for the in-memory
+    /// vectors).
     pub(super) fn write_rows<'a>(
         &self,
         tx: &Connection,
         records: &'a [ChunkRecord],
         vectors: &'a [Vec<f32>],
-    ) -> Result<Written<'a>, IndexError> {
+        plan: &Plan<'_>,
+    ) -> Result<Vec<(Row, &'a [f32])>, IndexError> {
         let mut written = Vec::with_capacity(records.len());
-        // What the keyword index loses (a replaced chunk's row) and gains.
-        let mut unindex: Vec<i64> = Vec::new();
-        let mut index: Vec<(i64, &str)> = Vec::with_capacity(records.len());
-        {
-            let mut existing = tx
-                .prepare_cached("SELECT id FROM chunks WHERE chunk_id = ?1")
-                .map_err(|e| self.e(e))?;
-            // A plain INSERT of a new row, an UPDATE by rowid of a known one:
-            // an upsert (`ON CONFLICT … DO UPDATE`) is a statement that may
-            // abort after writing, so SQLite keeps a statement journal of
-            // the pages it touches for every row (~36 KB, copied and freed
-            // per chunk: most of an import's page faults).
-            let mut insert = tx
-                .prepare_cached(
-                    "INSERT INTO chunks (chunk_id, timestamp, platform, agent_id, conversation_id, title, topics, model, turn_range, source_file, path, embedding, project)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-                )
-                .map_err(|e| self.e(e))?;
-            let mut update = tx
-                .prepare_cached(
-                    "UPDATE chunks SET chunk_id = ?1, timestamp = ?2, platform = ?3, agent_id = ?4,
-                       conversation_id = ?5, title = ?6, topics = ?7, model = ?8, turn_range = ?9,
-                       source_file = ?10, path = ?11, embedding = ?12, project = ?13
-                     WHERE id = ?14",
-                )
-                .map_err(|e| self.e(e))?;
-            for (r, v) in records.iter().zip(vectors) {
-                let m = &r.meta;
-                let old: Option<i64> = existing
-                    .query_row([&r.chunk_id], |row| row.get(0))
-                    .optional()
-                    .map_err(|e| self.e(e))?;
-                let topics = serde_json::to_string(&m.topics).unwrap_or_else(|_| "[]".into());
-                let values = params![
-                    r.chunk_id,
-                    m.timestamp,
-                    m.platform,
-                    m.agent_id,
-                    m.conversation_id,
-                    m.title,
-                    topics,
-                    m.model,
-                    m.turn_range,
-                    m.source_file,
-                    m.path,
-                    super::to_blob(v),
-                    m.project,
-                ];
-                let id: i64 = match &old {
-                    Some(id) => {
-                        let mut with_id = values.to_vec();
-                        with_id.push(id);
-                        update.execute(with_id.as_slice()).map_err(|e| self.e(e))?;
-                        *id
-                    }
-                    None => {
-                        insert.execute(values).map_err(|e| self.e(e))?;
-                        tx.last_insert_rowid()
-                    }
-                };
-                match old.and_then(|old| index.iter().position(|(i, _)| *i == old)) {
-                    // Written earlier in this batch: not in the keyword
-                    // index yet; the later text is the one to index.
-                    Some(at) => index[at].1 = &r.document,
-                    None => {
-                        if let Some(old) = old {
-                            unindex.push(old);
-                        }
-                        index.push((id, &r.document));
-                    }
-                }
-                written.push((
-                    Row {
-                        id,
-                        timestamp: m.timestamp,
-                        platform: m.platform.clone(),
-                        agent_id: m.agent_id.clone(),
-                        conversation_id: m.conversation_id.clone(),
-                        project: m.project.clone(),
-                    },
-                    v.as_slice(),
-                ));
-            }
+        // A plain INSERT of a new row, an UPDATE by rowid of a known one:
+        // an upsert (`ON CONFLICT … DO UPDATE`) is a statement that may
+        // abort after writing, so SQLite keeps a statement journal of the
+        // pages it touches for every row (~36 KB, copied and freed per
+        // chunk: most of an import's page faults).
+        let mut insert = tx
+            .prepare_cached(
+                "INSERT INTO chunks (chunk_id, timestamp, platform, agent_id, conversation_id, title, topics, model, turn_range, source_file, path, embedding, project, id)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+            )
+            .map_err(|e| self.e(e))?;
+        let mut update = tx
+            .prepare_cached(
+                "UPDATE chunks SET chunk_id = ?1, timestamp = ?2, platform = ?3, agent_id = ?4,
+                   conversation_id = ?5, title = ?6, topics = ?7, model = ?8, turn_range = ?9,
+                   source_file = ?10, path = ?11, embedding = ?12, project = ?13
+                 WHERE id = ?14",
+            )
+            .map_err(|e| self.e(e))?;
+        for ((r, v), &(id, known)) in records.iter().zip(vectors).zip(&plan.rows) {
+            let m = &r.meta;
+            let topics = serde_json::to_string(&m.topics).unwrap_or_else(|_| "[]".into());
+            let values = params![
+                r.chunk_id,
+                m.timestamp,
+                m.platform,
+                m.agent_id,
+                m.conversation_id,
+                m.title,
+                topics,
+                m.model,
+                m.turn_range,
+                m.source_file,
+                m.path,
+                super::to_blob(v),
+                m.project,
+                id,
+            ];
+            let statement = if known { &mut update } else { &mut insert };
+            statement.execute(values).map_err(|e| self.e(e))?;
+            written.push((
+                Row {
+                    id,
+                    timestamp: m.timestamp,
+                    platform: m.platform.clone(),
+                    agent_id: m.agent_id.clone(),
+                    conversation_id: m.conversation_id.clone(),
+                    project: m.project.clone(),
+                },
+                v.as_slice(),
+            ));
         }
-        Ok(Written {
-            rows: written,
-            unindex,
-            index,
-        })
+        Ok(written)
     }
 }
 
@@ -491,10 +517,10 @@ impl SqliteStore {
     }
 }
 
-/// What one upsert wrote: each chunk's row and vector, the keyword index's
-/// rows to take out (replaced chunks) and documents to put in.
-pub(super) struct Written<'a> {
-    pub(super) rows: Vec<(Row, &'a [f32])>,
+/// Where one write's chunks go (see [`SqliteStore::plan_rows`]).
+pub(super) struct Plan<'a> {
+    /// Each chunk's rowid, and whether its row is there already.
+    pub(super) rows: Vec<(i64, bool)>,
     pub(super) unindex: Vec<i64>,
     pub(super) index: Vec<(i64, &'a str)>,
 }

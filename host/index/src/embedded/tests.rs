@@ -224,6 +224,11 @@ fn keyword_scores_stay_fts5s_bm25_through_own_and_anothers_writes() {
     );
     let other = Index::new(Arc::new(SqliteStore::open(&path).unwrap()), embedder);
     let raw = Connection::open(&path).unwrap();
+    raw.execute(
+        "ATTACH DATABASE ?1 AS kw",
+        [keyword_file::path_for(&path).to_string_lossy()],
+    )
+    .unwrap();
     let check = |when: &str| {
         let mut q = SearchRequest::new("nginx proxy timeout");
         q.mode = Mode::Keyword;
