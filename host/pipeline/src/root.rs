@@ -10,6 +10,7 @@
 //!   .chatmill/lock                 one writer at a time
 //!   .chatmill/backfill.json        chunks whose header waits for the header model
 //!   .chatmill/index.sqlite3        the embedded index
+//!   .chatmill/index-keywords.sqlite3  its keyword index (written beside it)
 //!   .chatmill/embeddings.sqlite3   embeddings already made, by model and text
 //!   .chatmill/chatmill.sock        the inline socket, when there is no runtime folder
 //!   .chatmill-tmp-*                atomic writes in progress (a killed run's are swept)

@@ -150,11 +150,11 @@ impl<'s> IndexSink<'s> {
             .expect("a thread for the index");
         Self {
             thread: Some((tx, handle)),
-            // Preparing moves work from the index thread to the workers
-            // (tokenizing: 0.07 s of a 30k-pair import's 0.6 s there) and
-            // adds some (copies: the workers' CPU +10 %). With 2 workers
-            // they are the import's cap and it ran 8 % slower; with more,
-            // the index thread is, and it is what bounds the speed-up.
+            // Preparing moves work from the store's keyword writer to the
+            // workers (tokenizing: 0.07-0.09 s of a 30k-pair import's 0.4 s
+            // there) and adds some (copies: the workers' CPU +10 %). With 2
+            // workers they are the import's cap and it ran 8 % slower; with
+            // more, the keyword writer is, and it bounds the speed-up.
             prepare: rayon::current_num_threads() > MANY_WORKERS,
             ..Self::new(indexer)
         }
