@@ -263,7 +263,17 @@ impl SqliteStore {
                 Err(e) => tracing::debug!("no tokenizing ahead: {e}"),
             }
         })
-        .map_err(|e| busy(&keywords, &e).unwrap_or_else(|| err(&keywords, e)))?;
+        .map_err(|e| {
+            busy(&keywords, &e).unwrap_or_else(|| IndexError::Store {
+                store: format!("sqlite ({})", keywords.display()),
+                message: format!("not a usable keyword index: {e}"),
+                hint: Some(format!(
+                    "move `{}` aside: the chunks it held are taken out of the index and the next import indexes them again",
+                    keywords.display()
+                )),
+                retryable: false,
+            })
+        })?;
         let ahead = ahead_registered.then_some(ahead);
         let keyword_checkpoints = super::checkpoint::Checkpoints::start(&mut writer, &keywords)
             .inspect_err(|e| tracing::debug!("checkpoints on the keyword writer: {e}"))

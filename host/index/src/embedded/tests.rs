@@ -788,6 +788,18 @@ fn a_different_dimension_is_refused_and_a_broken_file_is_explained() {
     std::fs::write(&bad, b"this is not a database, just some text").unwrap();
     let e = SqliteStore::open(&bad).err().unwrap();
     assert!(e.hint().unwrap().contains("reindex"), "{e}");
+
+    // A broken keyword file beside a good store: said, and what to do.
+    let good = dir.path().join("good.sqlite3");
+    drop(SqliteStore::open(&good).unwrap());
+    let keywords = keyword_file::path_for(&good);
+    for suffix in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", keywords.display()));
+    }
+    std::fs::write(&keywords, b"this is not a database either").unwrap();
+    let e = SqliteStore::open(&good).err().unwrap();
+    assert!(e.to_string().contains("keyword index"), "{e}");
+    assert!(e.hint().unwrap().contains("move"), "{e}");
 }
 
 #[test]
