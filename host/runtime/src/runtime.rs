@@ -3,8 +3,8 @@
 //! imports, an epoch ticker for wall-clock limits, and the compiled cache.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use wasmtime::component::{Component, HasSelf, Linker, types::ComponentItem};
@@ -68,12 +68,30 @@ pub struct LoadedAdapter {
     pub api_version: String,
     pub cache: CacheOutcome,
     pub(crate) pre: AdapterPre<HostState>,
+    /// Instances that sniffed and may sniff again (see [`Runtime::sniff`]).
+    sniffers: Mutex<Vec<Sniffer>>,
+}
+
+/// An instance kept for sniffing: made once per thread that sniffs at the
+/// same time, not once per file.
+struct Sniffer {
+    store: Store<HostState>,
+    world: AdapterWorld,
 }
 
 impl LoadedAdapter {
     /// `` `id` version `` for messages.
     pub fn label(&self) -> String {
         format!("`{}` {}", self.info.id, self.info.version)
+    }
+
+    /// Instances kept for sniffing (one per thread that sniffed at the
+    /// same time as another).
+    pub fn sniffing_instances(&self) -> usize {
+        self.sniffers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
     }
 }
 
@@ -195,6 +213,7 @@ impl Runtime {
             api_version,
             cache,
             pre,
+            sniffers: Mutex::default(),
         };
         loaded.info = self.describe(&loaded, &path)?;
         Ok(loaded)
@@ -300,6 +319,13 @@ impl Runtime {
     /// How sure `adapter` is that `head`/`file_name` is its format (0..=100).
     /// A trap or timeout while sniffing counts as 0 and is logged: one broken
     /// adapter must not stop others from recognizing the file.
+    ///
+    /// An instance that sniffed is kept to sniff the next file: every input
+    /// is sniffed by every adapter, and making and unmapping an instance per
+    /// sniff was a fifth of a folder of small sessions' CPU (more with
+    /// several cores: each unmapping interrupts the others to flush their
+    /// TLBs). What a sniffing instance keeps can only sway its own scores;
+    /// it never parses. Each file is parsed by an instance of its own.
     pub fn sniff(
         &self,
         adapter: &LoadedAdapter,
@@ -320,17 +346,40 @@ impl Runtime {
             }
             e
         };
-        let mut store = self.new_store(&label, file_name);
-        let world = adapter
-            .pre
-            .instantiate(&mut store)
-            .map_err(|e| failed(&store, e))?;
-        self.arm(&mut store, Some(Instant::now() + budget));
-        world
+        let kept = adapter
+            .sniffers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        let mut sniffer = match kept {
+            Some(mut kept) => {
+                kept.store.data_mut().input = file_name.to_string();
+                kept
+            }
+            None => {
+                let mut store = self.new_store(&label, file_name);
+                let world = adapter
+                    .pre
+                    .instantiate(&mut store)
+                    .map_err(|e| failed(&store, e))?;
+                Sniffer { store, world }
+            }
+        };
+        self.arm(&mut sniffer.store, Some(Instant::now() + budget));
+        let score = sniffer
+            .world
             .chatmill_adapter_parser()
-            .call_sniff(&mut store, head, file_name)
+            .call_sniff(&mut sniffer.store, head, file_name)
             .map(|s| s.min(100))
-            .map_err(|e| failed(&store, e))
+            .map_err(|e| failed(&sniffer.store, e))?;
+        // Only an instance whose sniff returned is kept (a trap may have
+        // left it in any state).
+        adapter
+            .sniffers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(sniffer);
+        Ok(score)
     }
 }
 

@@ -151,3 +151,56 @@ fn temp_files_are_swept_only_while_holding_the_root_lock() {
     });
     assert!(!tmp.exists(), "a temp file nobody writes is swept");
 }
+
+#[test]
+fn sniffing_many_inputs_keeps_one_instance_per_adapter_and_scores_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
+    let rt = Runtime::new(Limits::default(), Some(&dir.path().join("cache"))).unwrap();
+    let builtins: Vec<chatmill_runtime::Builtin> = chatmill_builtin::ADAPTERS
+        .iter()
+        .map(|(name, wasm)| chatmill_runtime::Builtin { name, wasm })
+        .collect();
+    let adapters = AdapterSet::load(&rt, &builtins, None, &[]).unwrap();
+    let mut inputs: Vec<PathBuf> = ["claude-code", "chatgpt", "gemini", "markdown"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(corpus.join(d)).unwrap())
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
+        .collect();
+    inputs.sort();
+    assert!(inputs.len() >= 8, "{inputs:?}");
+    let scores = |inputs: &[PathBuf]| -> Vec<Vec<(String, u8)>> {
+        inputs
+            .iter()
+            .map(|p| {
+                adapters
+                    .scores(&rt, &chatmill_runtime::Input::from_path(p))
+                    .unwrap()
+            })
+            .collect()
+    };
+    let forward = scores(&inputs);
+    for a in adapters.adapters() {
+        assert_eq!(a.sniffing_instances(), 1, "{}", a.info.id);
+    }
+    // The same scores in the other order: nothing a sniff left behind
+    // changes the next one's answer.
+    let mut reversed = inputs.clone();
+    reversed.reverse();
+    let mut backward = scores(&reversed);
+    backward.reverse();
+    assert_eq!(forward, backward);
+    // And each input is claimed by the adapter of its folder, but for the
+    // corpus's files that are not transcripts.
+    for (p, s) in inputs.iter().zip(&forward) {
+        let name = p.file_name().unwrap().to_string_lossy();
+        if name.starts_with("not-a-") {
+            assert_eq!(s[0].1, 0, "{}: {s:?}", p.display());
+            continue;
+        }
+        let folder = p.parent().unwrap().file_name().unwrap().to_string_lossy();
+        assert_eq!(s[0].0, folder, "{}: {s:?}", p.display());
+        assert!(s[0].1 >= 50, "{}: {s:?}", p.display());
+    }
+}
