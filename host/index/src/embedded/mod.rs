@@ -124,23 +124,32 @@ impl SqliteStore {
         vectors: &'a [Vec<f32>],
         also: impl FnOnce(&Connection, &[(schema::Row, &'a [f32])]) -> rusqlite::Result<()>,
     ) -> Result<(), IndexError> {
+        if vectors.len() != records.len() {
+            return Err(self.e(format!(
+                "{} vectors for {} chunks",
+                vectors.len(),
+                records.len()
+            )));
+        }
         let mut conn = self.conn();
+        self.agreeing(&mut conn)?;
         // Deferred, its first statement a write: it locks the store's own
         // file only (IMMEDIATE would lock the attached keyword file too,
         // which the keyword writer is about to take).
         let tx = conn.transaction().map_err(|e| self.e(e))?;
         let before = bump_generation(&tx).map_err(|e| self.e(e))?;
         let plan = self.plan_rows(&tx, records)?;
-        let epoch = keyword_file::next_epoch(&tx).map_err(|e| self.e(e))?;
-        let keywords = self.keyword_writer.send(keyword_file::Job {
+        let mut job = keyword_file::Job {
             unindex: plan.unindex.clone(),
             index: plan
                 .index
                 .iter()
                 .map(|&(id, doc)| (id, doc.to_owned()))
                 .collect(),
-            epoch,
-        });
+            epoch: 0,
+        };
+        job.epoch = keyword_file::next_epoch(&tx, &job.touched()).map_err(|e| self.e(e))?;
+        let keywords = self.keyword_writer.send(job);
         let rows = self
             .write_rows(&tx, records, vectors, &plan)
             .and_then(|rows| {
@@ -153,6 +162,17 @@ impl SqliteStore {
         self.lengths_written(&conn, before, ids.into_iter())?;
         drop(conn);
         self.written(before, rows);
+        Ok(())
+    }
+
+    /// Reconciles the two files if they disagree (another process's
+    /// write left half done), before a write of this one: a write is made
+    /// only on agreeing files (the keyword writer checks again under the
+    /// lock, and refuses a write that does not follow its epoch).
+    fn agreeing(&self, conn: &mut Connection) -> Result<(), IndexError> {
+        if !keyword_file::agree(conn).map_err(|e| self.e(e))? {
+            keyword_file::reconcile(conn).map_err(|e| self.e(e))?;
+        }
         Ok(())
     }
 
@@ -213,6 +233,7 @@ impl Store for SqliteStore {
 
     fn delete(&self, chunk_ids: &[String]) -> Result<(), IndexError> {
         let mut conn = self.conn();
+        self.agreeing(&mut conn)?;
         // Its first statement a write: see `write_chunks`.
         let tx = conn.transaction().map_err(|e| self.e(e))?;
         bump_generation(&tx).map_err(|e| self.e(e))?;
@@ -231,13 +252,18 @@ impl Store for SqliteStore {
                 }
             }
         }
+        if unindex.is_empty() {
+            // Nothing to take out: no epoch, no keyword write.
+            return tx.commit().map_err(|e| self.e(e));
+        }
         pending::clear(&tx, unindex.iter().copied()).map_err(|e| self.e(e))?;
-        let epoch = keyword_file::next_epoch(&tx).map_err(|e| self.e(e))?;
-        let keywords = self.keyword_writer.send(keyword_file::Job {
+        let mut job = keyword_file::Job {
             unindex,
             index: Vec::new(),
-            epoch,
-        });
+            epoch: 0,
+        };
+        job.epoch = keyword_file::next_epoch(&tx, &job.touched()).map_err(|e| self.e(e))?;
+        let keywords = self.keyword_writer.send(job);
         let done = self.commit_after(tx, Ok(()), keywords);
         self.in_agreement(&mut conn, done)?;
         drop(conn);

@@ -278,6 +278,7 @@ impl SqliteStore {
         let keyword_checkpoints = super::checkpoint::Checkpoints::start(&mut writer, &keywords)
             .inspect_err(|e| tracing::debug!("checkpoints on the keyword writer: {e}"))
             .ok();
+        keyword_file::create_store_log(&conn).map_err(other)?;
         keyword_file::attach(&conn, &keywords).map_err(other)?;
         keyword_file::move_in(&mut conn).map_err(other)?;
         if !keyword_file::agree(&conn).map_err(other)? {

@@ -37,6 +37,21 @@ pub(crate) fn index(dir: &Path) -> Index {
     Index::new(Arc::new(store), Arc::new(Lexical::default()))
 }
 
+/// The chunks a keyword search for `text` finds, sorted.
+pub(crate) fn keyword_ids(ix: &Index, text: &str) -> Vec<String> {
+    let mut q = SearchRequest::new(text);
+    q.mode = Mode::Keyword;
+    let mut v: Vec<String> = ix
+        .search(&q)
+        .unwrap()
+        .hits
+        .into_iter()
+        .map(|h| h.chunk_id)
+        .collect();
+    v.sort();
+    v
+}
+
 fn ids(r: &crate::SearchResults) -> Vec<&str> {
     r.hits.iter().map(|h| h.chunk_id.as_str()).collect()
 }
@@ -359,19 +374,7 @@ fn the_keyword_index_matches_the_chunks_through_replaces_repeats_and_deletes() {
             rows("SELECT id FROM chunks ORDER BY id")
         );
     };
-    let found = |text: &str| {
-        let mut q = SearchRequest::new(text);
-        q.mode = Mode::Keyword;
-        let mut v: Vec<String> = ix
-            .search(&q)
-            .unwrap()
-            .hits
-            .into_iter()
-            .map(|h| h.chunk_id)
-            .collect();
-        v.sort();
-        v
-    };
+    let found = |text: &str| keyword_ids(&ix, text);
     ix.index(&[
         rec("a", 1, "local", "u", "alpha nginx"),
         rec("b", 2, "local", "u", "bravo sourdough"),
