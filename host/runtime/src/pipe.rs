@@ -29,6 +29,11 @@ impl CappedPipe {
         buf.extend_from_slice(&bytes[..bytes.len().min(room)]);
     }
 
+    /// Forgets what was written.
+    pub(crate) fn clear(&self) {
+        self.buf.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
     /// What was written, lossily decoded.
     pub(crate) fn contents(&self) -> String {
         let buf = self.buf.lock().unwrap_or_else(|e| e.into_inner());

@@ -77,7 +77,11 @@ pub struct LoadedAdapter {
 struct Sniffer {
     store: Store<HostState>,
     world: AdapterWorld,
+    sniffs: u32,
 }
+
+/// Sniffs after which a kept instance is let go.
+const SNIFFS_PER_INSTANCE: u32 = 1024;
 
 impl LoadedAdapter {
     /// `` `id` version `` for messages.
@@ -332,54 +336,96 @@ impl Runtime {
         head: &[u8],
         file_name: &str,
     ) -> Result<u8, AdapterError> {
-        let label = adapter.label();
         let budget = self.limits.call_timeout.min(SNIFF_TIMEOUT);
-        let failed = |store: &Store<HostState>, e| {
-            let mut e = classify_trap(self, store, &label, file_name, e, false);
-            if let AdapterError::Limit {
-                limit: Limit::CallTimeout,
-                limits,
-                ..
-            } = &mut e
-            {
-                limits.call_timeout = budget;
-            }
-            e
-        };
         let kept = adapter
             .sniffers
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .pop();
-        let mut sniffer = match kept {
+        let (mut sniffer, score) = match kept {
             Some(mut kept) => {
-                kept.store.data_mut().input = file_name.to_string();
-                kept
+                kept.store.data_mut().begin_input(file_name);
+                match self.sniff_with(&mut kept, head, file_name, budget) {
+                    Ok(score) => (kept, score),
+                    // Whatever a kept instance did before may be why it
+                    // failed: a fresh one decides.
+                    Err(_) => self.sniff_fresh(adapter, head, file_name, budget)?,
+                }
             }
-            None => {
-                let mut store = self.new_store(&label, file_name);
-                let world = adapter
-                    .pre
-                    .instantiate(&mut store)
-                    .map_err(|e| failed(&store, e))?;
-                Sniffer { store, world }
-            }
+            None => self.sniff_fresh(adapter, head, file_name, budget)?,
         };
+        sniffer.sniffs += 1;
+        // Kept only while small and young: what a guest leaks per sniff
+        // must not add up to a trap that benches the adapter.
+        let limit = sniffer.store.data().limiter.limit;
+        if sniffer.sniffs < SNIFFS_PER_INSTANCE && sniffer.store.data().limiter.total < limit / 4 {
+            adapter
+                .sniffers
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(sniffer);
+        }
+        Ok(score)
+    }
+
+    /// A new sniffing instance of `adapter`, and its score for `head`.
+    fn sniff_fresh(
+        &self,
+        adapter: &LoadedAdapter,
+        head: &[u8],
+        file_name: &str,
+        budget: Duration,
+    ) -> Result<(Sniffer, u8), AdapterError> {
+        let mut store = self.new_store(&adapter.label(), file_name);
+        let world = adapter
+            .pre
+            .instantiate(&mut store)
+            .map_err(|e| self.sniff_failed(&store, &adapter.label(), file_name, budget, e))?;
+        let mut sniffer = Sniffer {
+            store,
+            world,
+            sniffs: 0,
+        };
+        let score = self.sniff_with(&mut sniffer, head, file_name, budget)?;
+        Ok((sniffer, score))
+    }
+
+    /// `sniffer`'s score for `head`, within `budget`.
+    fn sniff_with(
+        &self,
+        sniffer: &mut Sniffer,
+        head: &[u8],
+        file_name: &str,
+        budget: Duration,
+    ) -> Result<u8, AdapterError> {
         self.arm(&mut sniffer.store, Some(Instant::now() + budget));
-        let score = sniffer
+        let label = sniffer.store.data().adapter.clone();
+        sniffer
             .world
             .chatmill_adapter_parser()
             .call_sniff(&mut sniffer.store, head, file_name)
             .map(|s| s.min(100))
-            .map_err(|e| failed(&sniffer.store, e))?;
-        // Only an instance whose sniff returned is kept (a trap may have
-        // left it in any state).
-        adapter
-            .sniffers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(sniffer);
-        Ok(score)
+            .map_err(|e| self.sniff_failed(&sniffer.store, &label, file_name, budget, e))
+    }
+
+    fn sniff_failed(
+        &self,
+        store: &Store<HostState>,
+        label: &str,
+        file_name: &str,
+        budget: Duration,
+        e: wasmtime::Error,
+    ) -> AdapterError {
+        let mut e = classify_trap(self, store, label, file_name, e, false);
+        if let AdapterError::Limit {
+            limit: Limit::CallTimeout,
+            limits,
+            ..
+        } = &mut e
+        {
+            limits.call_timeout = budget;
+        }
+        e
     }
 }
 

@@ -92,6 +92,8 @@ pub struct HostState {
     pub(crate) limiter: MemoryLimiter,
     pub(crate) output: CappedPipe,
     log_budget: usize,
+    /// The log budget each input starts with.
+    log_bytes: usize,
     pub(crate) adapter: String,
     pub(crate) input: String,
 }
@@ -120,9 +122,19 @@ impl HostState {
             },
             output,
             log_budget: log_bytes,
+            log_bytes,
             adapter,
             input,
         }
+    }
+
+    /// Starts `input` on a kept instance: its output, log budget and
+    /// memory-limit mark are this input's alone.
+    pub(crate) fn begin_input(&mut self, input: &str) {
+        input.clone_into(&mut self.input);
+        self.output.clear();
+        self.log_budget = self.log_bytes;
+        self.limiter.hit = false;
     }
 
     pub(crate) fn push_source(

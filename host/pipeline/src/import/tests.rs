@@ -25,17 +25,27 @@ fn options(root: &std::path::Path, inputs: Vec<PathBuf>) -> ImportOptions {
     }
 }
 
+/// A runtime caching under `dir`, and the first-party adapters.
+fn first_party(dir: &std::path::Path) -> (Runtime, AdapterSet) {
+    let rt = Runtime::new(Limits::default(), Some(&dir.join("cache"))).unwrap();
+    let adapters = load_first_party(&rt);
+    (rt, adapters)
+}
+
+fn load_first_party(rt: &Runtime) -> AdapterSet {
+    let builtins: Vec<chatmill_runtime::Builtin> = chatmill_builtin::ADAPTERS
+        .iter()
+        .map(|(name, wasm)| chatmill_runtime::Builtin { name, wasm })
+        .collect();
+    AdapterSet::load(rt, &builtins, None, &[]).unwrap()
+}
+
 #[test]
 fn chunks_another_writer_records_during_an_import_are_indexed_by_it() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
     let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
-    let rt = Runtime::new(Limits::default(), Some(&dir.path().join("cache"))).unwrap();
-    let builtins: Vec<chatmill_runtime::Builtin> = chatmill_builtin::ADAPTERS
-        .iter()
-        .map(|(name, wasm)| chatmill_runtime::Builtin { name, wasm })
-        .collect();
-    let adapters = AdapterSet::load(&rt, &builtins, None, &[]).unwrap();
+    let (rt, adapters) = first_party(dir.path());
     let store = chatmill_index::SqliteStore::open(&root.join(".chatmill/index.sqlite3")).unwrap();
     let index = chatmill_index::Index::new(
         std::sync::Arc::new(store),
@@ -156,12 +166,7 @@ fn temp_files_are_swept_only_while_holding_the_root_lock() {
 fn sniffing_many_inputs_keeps_one_instance_per_adapter_and_scores_alike() {
     let dir = tempfile::tempdir().unwrap();
     let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
-    let rt = Runtime::new(Limits::default(), Some(&dir.path().join("cache"))).unwrap();
-    let builtins: Vec<chatmill_runtime::Builtin> = chatmill_builtin::ADAPTERS
-        .iter()
-        .map(|(name, wasm)| chatmill_runtime::Builtin { name, wasm })
-        .collect();
-    let adapters = AdapterSet::load(&rt, &builtins, None, &[]).unwrap();
+    let (rt, adapters) = first_party(dir.path());
     let mut inputs: Vec<PathBuf> = ["claude-code", "chatgpt", "gemini", "markdown"]
         .iter()
         .flat_map(|d| std::fs::read_dir(corpus.join(d)).unwrap())
@@ -184,6 +189,16 @@ fn sniffing_many_inputs_keeps_one_instance_per_adapter_and_scores_alike() {
     for a in adapters.adapters() {
         assert_eq!(a.sniffing_instances(), 1, "{}", a.info.id);
     }
+    // What instances that sniffed nothing before say, one set per input.
+    let fresh: Vec<Vec<(String, u8)>> = inputs
+        .iter()
+        .map(|p| {
+            load_first_party(&rt)
+                .scores(&rt, &chatmill_runtime::Input::from_path(p))
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(forward, fresh);
     // The same scores in the other order: nothing a sniff left behind
     // changes the next one's answer.
     let mut reversed = inputs.clone();
