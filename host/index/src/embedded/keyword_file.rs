@@ -579,6 +579,30 @@ mod tests {
         .unwrap();
     }
 
+    /// Puts a copy of the keyword index of the store at `store` in the
+    /// store's own file (where earlier versions kept it), and runs `also`
+    /// in the same transaction.
+    fn index_in_store(store: &Path, also: &str) {
+        let conn = Connection::open(store).unwrap();
+        conn.execute(
+            "ATTACH DATABASE ?1 AS kw",
+            [path_for(store).to_string_lossy()],
+        )
+        .unwrap();
+        conn.execute_batch(concat!(
+            "BEGIN;",
+            super::fts_table!(),
+            "DELETE FROM main.chunks_fts_data; DELETE FROM main.chunks_fts_config;
+             INSERT INTO main.chunks_fts_data SELECT * FROM kw.chunks_fts_data;
+             INSERT INTO main.chunks_fts_idx SELECT * FROM kw.chunks_fts_idx;
+             INSERT INTO main.chunks_fts_docsize SELECT * FROM kw.chunks_fts_docsize;
+             INSERT INTO main.chunks_fts_config SELECT * FROM kw.chunks_fts_config;"
+        ))
+        .unwrap();
+        conn.execute_batch(also).unwrap();
+        conn.execute_batch("COMMIT;").unwrap();
+    }
+
     fn two() -> [crate::ChunkRecord; 2] {
         [
             rec("a", 1, "local", "u", "sourdough starter feeding"),
@@ -707,25 +731,7 @@ mod tests {
             .unwrap();
         // The layout of earlier versions: the same index, in the store's
         // own file.
-        let conn = Connection::open(&store).unwrap();
-        conn.execute(
-            "ATTACH DATABASE ?1 AS kw",
-            [path_for(&store).to_string_lossy()],
-        )
-        .unwrap();
-        conn.execute_batch(concat!(
-            "BEGIN;",
-            super::fts_table!(),
-            "DELETE FROM main.chunks_fts_data; DELETE FROM main.chunks_fts_config;
-             INSERT INTO main.chunks_fts_data SELECT * FROM kw.chunks_fts_data;
-             INSERT INTO main.chunks_fts_idx SELECT * FROM kw.chunks_fts_idx;
-             INSERT INTO main.chunks_fts_docsize SELECT * FROM kw.chunks_fts_docsize;
-             INSERT INTO main.chunks_fts_config SELECT * FROM kw.chunks_fts_config;
-             DELETE FROM main.meta WHERE key = 'keyword_epoch';
-             COMMIT;"
-        ))
-        .unwrap();
-        drop(conn);
+        index_in_store(&store, "DELETE FROM main.meta WHERE key = 'keyword_epoch';");
         remove(&path_for(&store));
         let ix = index(dir.path());
         // Found as before, stemmed, without indexing anything again.
@@ -753,25 +759,10 @@ mod tests {
         index(dir.path()).index(&two()).unwrap();
         // The store still holds its index, the keyword file a copy of it
         // marked as moved (the first of the move's two transactions).
-        let conn = Connection::open(&store).unwrap();
-        conn.execute(
-            "ATTACH DATABASE ?1 AS kw",
-            [path_for(&store).to_string_lossy()],
-        )
-        .unwrap();
-        conn.execute_batch(concat!(
-            "BEGIN;",
-            super::fts_table!(),
-            "DELETE FROM main.chunks_fts_data; DELETE FROM main.chunks_fts_config;
-             INSERT INTO main.chunks_fts_data SELECT * FROM kw.chunks_fts_data;
-             INSERT INTO main.chunks_fts_idx SELECT * FROM kw.chunks_fts_idx;
-             INSERT INTO main.chunks_fts_docsize SELECT * FROM kw.chunks_fts_docsize;
-             INSERT INTO main.chunks_fts_config SELECT * FROM kw.chunks_fts_config;
-             INSERT INTO kw.keyword_state(key, value) VALUES ('moved_in', 'copied');
-             COMMIT;"
-        ))
-        .unwrap();
-        drop(conn);
+        index_in_store(
+            &store,
+            "INSERT INTO kw.keyword_state(key, value) VALUES ('moved_in', 'copied');",
+        );
         let ix = index(dir.path());
         assert_eq!(keyword_ids(&ix, "sourdough"), ["a"]);
         assert_eq!(ix.count().unwrap(), 2, "nothing to index again");
