@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use wasmtime::component::{Component, HasSelf, Linker, types::ComponentItem};
@@ -89,13 +89,14 @@ impl LoadedAdapter {
         format!("`{}` {}", self.info.id, self.info.version)
     }
 
+    fn sniffers(&self) -> MutexGuard<'_, Vec<Sniffer>> {
+        self.sniffers.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Instances kept for sniffing (one per thread that sniffed at the
     /// same time as another).
     pub fn sniffing_instances(&self) -> usize {
-        self.sniffers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
+        self.sniffers().len()
     }
 }
 
@@ -326,7 +327,7 @@ impl Runtime {
     ///
     /// An instance that sniffed is kept to sniff the next file: every input
     /// is sniffed by every adapter, and making and unmapping an instance per
-    /// sniff was a fifth of a folder of small sessions' CPU (more with
+    /// sniff costs a fifth of a folder of small sessions' CPU (more with
     /// several cores: each unmapping interrupts the others to flush their
     /// TLBs). What a sniffing instance keeps can only sway its own scores;
     /// it never parses. Each file is parsed by an instance of its own.
@@ -337,11 +338,7 @@ impl Runtime {
         file_name: &str,
     ) -> Result<u8, AdapterError> {
         let budget = self.limits.call_timeout.min(SNIFF_TIMEOUT);
-        let kept = adapter
-            .sniffers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop();
+        let kept = adapter.sniffers().pop();
         let (mut sniffer, score) = match kept {
             Some(mut kept) => {
                 kept.store.data_mut().begin_input(file_name);
@@ -359,11 +356,7 @@ impl Runtime {
         // must not add up to a trap that benches the adapter.
         let limit = sniffer.store.data().limiter.limit;
         if sniffer.sniffs < SNIFFS_PER_INSTANCE && sniffer.store.data().limiter.total < limit / 4 {
-            adapter
-                .sniffers
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(sniffer);
+            adapter.sniffers().push(sniffer);
         }
         Ok(score)
     }

@@ -1,8 +1,8 @@
 //! The keyword index's own file, written by a thread of its own.
 //!
 //! SQLite lets one connection write a file at a time, and FTS5's writes
-//! (tokens into its hash, segments flushed and merged) were two thirds of
-//! the one thread an import's chunks all go through. So the keyword index
+//! (tokens into its hash, segments flushed and merged) are two thirds of
+//! the work of the one thread an import's chunks all go through. So the keyword index
 //! lives beside the store, in `<stem>-keywords.sqlite3`, written by the
 //! [`KeywordWriter`]'s thread while the store's own thread writes the same
 //! batch's rows: a batch takes as long as the slower of the two, not both.
@@ -61,7 +61,9 @@ pub(super) struct Job {
     pub(super) index: Vec<(i64, String)>,
     /// The epoch the write makes the keyword file's; it is written only
     /// if the file is at the one before.
-    pub(super) epoch: i64,
+    epoch: i64,
+    /// The rowids it changes, as JSON (logged on both sides).
+    touched: String,
 }
 
 /// A job's outcome: committed, or why not.
@@ -206,18 +208,31 @@ fn write_job(tx: &Connection, job: &Job) -> rusqlite::Result<()> {
         insert.execute(params.as_slice())?;
     }
     set_file_epoch(tx, "main", job.epoch)?;
-    log_touched(tx, "main", job.epoch, &job.touched())
+    log_touched(tx, "main", job.epoch, &job.touched)
 }
 
 impl Job {
-    /// The rowids this write changes, as JSON.
-    pub(super) fn touched(&self) -> String {
-        ids_json(
-            self.unindex
+    /// The keyword side of the write in the store's write transaction
+    /// `tx`: `unindex` out, `index` in, at the store's next epoch (bumped
+    /// and logged in `tx`).
+    pub(super) fn begin(
+        tx: &Connection,
+        unindex: Vec<i64>,
+        index: Vec<(i64, String)>,
+    ) -> rusqlite::Result<Self> {
+        let touched = ids_json(
+            unindex
                 .iter()
-                .chain(self.index.iter().map(|(id, _)| id))
+                .chain(index.iter().map(|(id, _)| id))
                 .copied(),
-        )
+        );
+        let epoch = next_epoch(tx, &touched)?;
+        Ok(Self {
+            unindex,
+            index,
+            epoch,
+            touched,
+        })
     }
 }
 
@@ -288,7 +303,7 @@ fn log_touched(tx: &Connection, schema: &str, epoch: i64, touched: &str) -> rusq
 /// record. (The keyword file is not read here: a read would hold a
 /// snapshot of it while its writer commits, and keep that commit from
 /// being checkpointed. The writer checks the file's epoch itself.)
-pub(super) fn next_epoch(tx: &Connection, touched: &str) -> rusqlite::Result<i64> {
+fn next_epoch(tx: &Connection, touched: &str) -> rusqlite::Result<i64> {
     let next = store_epoch(tx)? + 1;
     set_store_epoch(tx, next)?;
     log_touched(tx, "main", next, touched)?;

@@ -139,17 +139,8 @@ impl SqliteStore {
         let tx = conn.transaction().map_err(|e| self.e(e))?;
         let before = bump_generation(&tx).map_err(|e| self.e(e))?;
         let plan = self.plan_rows(&tx, records)?;
-        let mut job = keyword_file::Job {
-            unindex: plan.unindex.clone(),
-            index: plan
-                .index
-                .iter()
-                .map(|&(id, doc)| (id, doc.to_owned()))
-                .collect(),
-            epoch: 0,
-        };
-        job.epoch = keyword_file::next_epoch(&tx, &job.touched()).map_err(|e| self.e(e))?;
-        let keywords = self.keyword_writer.send(job);
+        let index = plan.index.iter().map(|&(id, doc)| (id, doc.to_owned()));
+        let keywords = self.send_keywords(&tx, plan.unindex.clone(), index.collect())?;
         let rows = self
             .write_rows(&tx, records, vectors, &plan)
             .and_then(|rows| {
@@ -163,6 +154,18 @@ impl SqliteStore {
         drop(conn);
         self.written(before, rows);
         Ok(())
+    }
+
+    /// Hands the keyword side of the write in `tx` (`unindex` out, `index`
+    /// in) to the keyword file's thread.
+    fn send_keywords(
+        &self,
+        tx: &Connection,
+        unindex: Vec<i64>,
+        index: Vec<(i64, String)>,
+    ) -> Result<keyword_file::Pending, IndexError> {
+        let job = keyword_file::Job::begin(tx, unindex, index).map_err(|e| self.e(e))?;
+        Ok(self.keyword_writer.send(job))
     }
 
     /// Reconciles the two files if they disagree (another process's
@@ -257,13 +260,7 @@ impl Store for SqliteStore {
             return tx.commit().map_err(|e| self.e(e));
         }
         pending::clear(&tx, unindex.iter().copied()).map_err(|e| self.e(e))?;
-        let mut job = keyword_file::Job {
-            unindex,
-            index: Vec::new(),
-            epoch: 0,
-        };
-        job.epoch = keyword_file::next_epoch(&tx, &job.touched()).map_err(|e| self.e(e))?;
-        let keywords = self.keyword_writer.send(job);
+        let keywords = self.send_keywords(&tx, unindex, Vec::new())?;
         let done = self.commit_after(tx, Ok(()), keywords);
         self.in_agreement(&mut conn, done)?;
         drop(conn);

@@ -226,6 +226,17 @@ pub(super) fn qualified_columns() -> String {
         .join(", ")
 }
 
+/// The file at `path` cannot be opened as a `what` (`e`), unless it is only
+/// busy; the hint is to move it aside, and `then`.
+fn unusable(path: &Path, what: &str, e: &rusqlite::Error, then: &str) -> IndexError {
+    busy(path, e).unwrap_or_else(|| IndexError::Store {
+        store: format!("sqlite ({})", path.display()),
+        message: format!("not a usable {what}: {e}"),
+        hint: Some(format!("move `{}` aside{then}", path.display())),
+        retryable: false,
+    })
+}
+
 impl SqliteStore {
     /// Opens (creating) the store at `path`.
     pub fn open(path: &Path) -> Result<Self, IndexError> {
@@ -239,15 +250,12 @@ impl SqliteStore {
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(|e| err(path, e))?;
         conn.execute_batch(SCHEMA).map_err(|e| {
-            busy(path, &e).unwrap_or_else(|| IndexError::Store {
-                store: format!("sqlite ({})", path.display()),
-                message: format!("not a usable chatmill index: {e}"),
-                hint: Some(format!(
-                    "move `{}` aside and run `chatmill reindex` to rebuild it from the chunk files",
-                    path.display()
-                )),
-                retryable: false,
-            })
+            unusable(
+                path,
+                "chatmill index",
+                &e,
+                " and run `chatmill reindex` to rebuild it from the chunk files",
+            )
         })?;
         let other = |e: rusqlite::Error| busy(path, &e).unwrap_or_else(|| err(path, e));
         contentless(&conn).map_err(other)?;
@@ -264,15 +272,7 @@ impl SqliteStore {
             }
         })
         .map_err(|e| {
-            busy(&keywords, &e).unwrap_or_else(|| IndexError::Store {
-                store: format!("sqlite ({})", keywords.display()),
-                message: format!("not a usable keyword index: {e}"),
-                hint: Some(format!(
-                    "move `{}` aside: the chunks it held are taken out of the index and the next import indexes them again",
-                    keywords.display()
-                )),
-                retryable: false,
-            })
+            unusable(&keywords, "keyword index", &e, ": the chunks it held are taken out of the index and the next import indexes them again")
         })?;
         let ahead = ahead_registered.then_some(ahead);
         let keyword_checkpoints = super::checkpoint::Checkpoints::start(&mut writer, &keywords)
