@@ -17,8 +17,8 @@
 //!
 //! The group knows nothing of how its inputs are processed: a commit loop
 //! that prepares inputs on many cores and commits them in order calls
-//! [`Group::enter`] before committing an input and [`Group::input_done`]
-//! after, as the one-at-a-time loop does.
+//! [`Group::enter`] before committing an input, and after it
+//! [`Group::close`] once [`Group::time_up`], as the one-at-a-time loop does.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -84,13 +84,17 @@ impl Group {
         Ok(changed)
     }
 
-    /// One more input of the open group is recorded in `manifest`; the group
-    /// is made durable and closed when its time is up.
-    pub(super) fn input_done(&mut self, manifest: &Manifest) -> Result<(), ImportError> {
-        match &self.open {
-            Some(open) if open.since.elapsed() >= self.time => self.close(manifest),
-            _ => Ok(()),
-        }
+    /// Whether a group is open and its time is up: the input just recorded
+    /// is its last, and the caller closes it.
+    pub(super) fn time_up(&self) -> bool {
+        self.open
+            .as_ref()
+            .is_some_and(|open| open.since.elapsed() >= self.time)
+    }
+
+    /// Whether a group is open (inputs recorded since the last save).
+    pub(super) fn is_open(&self) -> bool {
+        self.open.is_some()
     }
 
     /// Makes the open group durable (one `syncfs`, one manifest save) and
@@ -121,14 +125,16 @@ mod tests {
         assert!(!group.enter().unwrap(), "no manifest, and none saved since");
         for _ in 0..50 {
             assert!(!group.enter().unwrap());
-            group.input_done(&m).unwrap();
+            assert!(!group.time_up(), "the group stays open while its time runs");
         }
         assert_eq!(group.saves, 0, "quick inputs share the open group");
         assert!(!path.exists());
         let busy = RootLock::acquire(&root, Duration::from_millis(30));
         assert!(busy.is_err(), "the lock is held while the group is open");
         std::thread::sleep(GROUP_TIME);
-        group.input_done(&m).unwrap();
+        assert!(group.time_up());
+        group.close(&m).unwrap();
+        assert!(!group.is_open());
         assert_eq!(group.saves, 1, "saved once its time is up");
         assert_eq!(Manifest::load(&path).unwrap(), m);
         // Between groups the lock is free, and another writer's save is

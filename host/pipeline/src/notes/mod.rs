@@ -571,6 +571,16 @@ fn seen(record: &ConversationRecord) -> Seen {
     )
 }
 
+/// Whether `record` is still as `seen` (compared in place: every refresh
+/// looks at every conversation).
+fn still(seen: &Seen, record: &ConversationRecord) -> bool {
+    let (chunks, last_pair, last_id, note) = seen;
+    *chunks == record.chunk_ids.len()
+        && *last_pair == record.last_pair
+        && last_id.as_deref() == record.chunk_ids.last().map(String::as_str)
+        && note.as_deref() == record.note.as_deref()
+}
+
 /// Keeps the notes of a batch import in line: remembers each
 /// conversation's record as the import found it, and after each input
 /// refreshes the notes of the conversations that changed (or have none)
@@ -648,7 +658,7 @@ impl Notes {
                 !c.chunk_ids.is_empty()
                     && (c.note.is_none()
                         || restored.contains(k.as_str())
-                        || self.seen.get(k.as_str()) != Some(&seen(c)))
+                        || !self.seen.get(k.as_str()).is_some_and(|s| still(s, c)))
             })
             .map(|(k, _)| k.clone())
             .collect();
