@@ -11,6 +11,10 @@
 //! lexical stand-in (no model installed), and MiniLM's int8 fast path
 //! against the exact f32 vectors the other MiniLM variants use.
 //!
+//! It then times each embedder on the same texts and checks #27's quality
+//! guards (MiniLM int8 against f32; the static model against MiniLM),
+//! exiting non-zero when one fails.
+//!
 //! `cargo bench -p chatmill-pipeline --bench locomo`
 //! (`CHATMILL_LOCOMO=path/to/locomo10.json`; default: the shared corpus.)
 //! Embeddings are cached in `target/locomo-embeddings.sqlite3`.
@@ -207,8 +211,85 @@ fn main() {
         t0.elapsed().as_secs_f64()
     );
     let variants = variants(work.path(), &imported.records, &embedders);
-    let by_category = measure(&variants, &imported);
+    let (by_category, r5) = measure(&variants, &imported);
     print_categories(&by_category);
+    speeds(&model_dir, &imported.records);
+    if !guards(&r5) {
+        std::process::exit(1);
+    }
+}
+
+/// Texts per second of each MiniLM precision and of the static model on
+/// the first [`SPEED_TEXTS`] texts the header + prompt indexes embed, in
+/// batches of 32, uncached (the variants above read cached vectors).
+fn speeds(model_dir: &Path, records: &[ChunkRecord]) {
+    let texts: Vec<&str> = records
+        .iter()
+        .take(SPEED_TEXTS)
+        .map(|r| r.embed_text.as_str())
+        .collect();
+    println!(
+        "\nembedding speed on {} of these texts (batches of 32):",
+        texts.len()
+    );
+    let embedders: [(&str, Box<dyn Embedder>); 3] = [
+        (
+            "MiniLM f32",
+            Box::new(MiniLm::load_with(model_dir, Precision::Exact).expect("model")),
+        ),
+        (
+            "MiniLM int8",
+            Box::new(MiniLm::load_with(model_dir, Precision::Fast).expect("model")),
+        ),
+        (
+            "static",
+            Box::new(StaticModel::load(model_dir).expect("static model")),
+        ),
+    ];
+    for (name, e) in embedders {
+        // One batch first: int8 quantizes its weights at its first long pass.
+        e.embed(&texts[..32.min(texts.len())]).expect("embeds");
+        let t = Instant::now();
+        for batch in texts.chunks(32) {
+            e.embed(batch).expect("embeds");
+        }
+        let rate = texts.len() as f64 / t.elapsed().as_secs_f64();
+        println!("  {name:<12} {rate:>8.0} texts/s");
+    }
+}
+
+/// Texts embedded to measure each embedder's speed.
+const SPEED_TEXTS: usize = 512;
+
+/// The quality guards (#27), on the R@5 of variants that ran: MiniLM's
+/// int8 path keeps dense within 0.01 and hybrid within 0.005 of the exact
+/// f32 vectors; the static model, offered for bulk imports, keeps hybrid
+/// within 0.01 of MiniLM's. Prints each; whether all hold.
+fn guards(r5: &HashMap<&str, f64>) -> bool {
+    let checks = [
+        ("dense, MiniLM int8", "dense (header + prompt)", 0.01),
+        ("hybrid, MiniLM int8", "hybrid (default)", 0.005),
+        (
+            "hybrid, static (distilled from MiniLM)",
+            "hybrid (default)",
+            0.01,
+        ),
+    ];
+    let mut held = true;
+    println!();
+    for (variant, reference, within) in checks {
+        let (Some(v), Some(r)) = (r5.get(variant), r5.get(reference)) else {
+            continue;
+        };
+        let ok = (v - r).abs() <= within + 1e-9;
+        held &= ok;
+        println!(
+            "guard: {variant} R@5 {v:.3} against {reference} {r:.3}: {:+.3} ({} ±{within})",
+            v - r,
+            if ok { "within" } else { "OUTSIDE" }
+        );
+    }
+    held
 }
 
 /// The LoCoMo file (`CHATMILL_LOCOMO`, else the shared corpus), parsed.
@@ -472,7 +553,11 @@ impl Embedders {
 /// Asks every question of every variant (`CHATMILL_LOCOMO_ONLY=text`: only
 /// those whose name has it) and prints a table of recall at each of
 /// [`KS`]: hybrid (default)'s R@5 per category (sum, count).
-fn measure(variants: &[Variant], imported: &Imported) -> BTreeMap<u64, [f64; 4]> {
+/// Also returns each variant's R@5.
+fn measure(
+    variants: &[Variant],
+    imported: &Imported,
+) -> (BTreeMap<u64, [f64; 4]>, HashMap<&'static str, f64>) {
     println!();
     println!("| variant | R@1 | R@5 | R@10 | ms/query |");
     println!("|---|---|---|---|---|");
@@ -483,6 +568,7 @@ fn measure(variants: &[Variant], imported: &Imported) -> BTreeMap<u64, [f64; 4]>
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
     let questions = &imported.questions;
+    let mut r5 = HashMap::new();
     for v in variants {
         let t = Instant::now();
         let mut sums = [0.0f64; 3];
@@ -503,6 +589,7 @@ fn measure(variants: &[Variant], imported: &Imported) -> BTreeMap<u64, [f64; 4]>
             }
         }
         let n = questions.len() as f64;
+        r5.insert(v.name, sums[1] / n);
         println!(
             "| {} | {:.3} | {:.3} | {:.3} | {:.1} |",
             v.name,
@@ -512,7 +599,7 @@ fn measure(variants: &[Variant], imported: &Imported) -> BTreeMap<u64, [f64; 4]>
             t.elapsed().as_secs_f64() * 1000.0 / n
         );
     }
-    by_category
+    (by_category, r5)
 }
 
 /// The search for question `q` in variant `v`: its top 10, within its
