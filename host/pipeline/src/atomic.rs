@@ -84,6 +84,7 @@ pub fn write_durable_with(
 /// An open folder that many files are written into: each write names the
 /// file relative to the folder's handle (`openat`, `renameat`), so the
 /// kernel does not walk the folder's path twice per file.
+#[derive(Debug)]
 pub struct Folder {
     fd: OwnedFd,
     pid: u32,
@@ -119,6 +120,29 @@ impl Folder {
             let _ = rustix::fs::unlinkat(&self.fd, &tmp, rustix::fs::AtFlags::empty());
         }
         renamed
+    }
+
+    /// Writes `bytes` to a new temp file of the folder, to be put in place
+    /// later ([`Folder::place`]) or taken out ([`Folder::discard`]); its
+    /// name. A killed run's are swept by the next import.
+    pub fn stage(&self, bytes: &[u8]) -> std::io::Result<String> {
+        let (tmp, file) = self.temp_file()?;
+        if let Err(e) = std::fs::File::from(file).write_all(bytes) {
+            self.discard(&tmp);
+            return Err(e);
+        }
+        Ok(tmp)
+    }
+
+    /// Puts the staged temp file `tmp` in place as `name`, replacing it.
+    pub fn place(&self, tmp: &str, name: &str) -> std::io::Result<()> {
+        let name = plain_name(name)?;
+        rustix::fs::renameat(&self.fd, tmp, &self.fd, name).map_err(std::io::Error::from)
+    }
+
+    /// Takes out the staged temp file `tmp` (gone already: nothing to do).
+    pub fn discard(&self, tmp: &str) {
+        let _ = rustix::fs::unlinkat(&self.fd, tmp, rustix::fs::AtFlags::empty());
     }
 
     /// A new temp file: one a killed run left under the same name (a pid
@@ -184,6 +208,24 @@ mod tests {
             0,
             "no temp file left"
         );
+    }
+
+    #[test]
+    fn a_staged_file_is_placed_whole_or_discarded() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = Folder::open(dir.path()).unwrap();
+        let kept = folder.stage(b"kept").unwrap();
+        let dropped = folder.stage(b"dropped").unwrap();
+        assert!(!dir.path().join("a.md").exists(), "nothing in place yet");
+        folder.place(&kept, "a.md").unwrap();
+        folder.discard(&dropped);
+        folder.discard(&dropped);
+        assert_eq!(std::fs::read(dir.path().join("a.md")).unwrap(), b"kept");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        let e = folder.place(&dropped, "b.md").unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "a swept temp file");
+        let other = folder.stage(b"x").unwrap();
+        assert!(folder.place(&other, "../escaped.md").is_err());
     }
 
     #[test]

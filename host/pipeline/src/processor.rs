@@ -109,6 +109,8 @@ pub struct Prepared {
     /// A conversation chunked for the first time: its note, rendered here
     /// from the chunks as written.
     note: Option<crate::notes::Ready>,
+    /// The chunk files, when a staging processor wrote them as temp files.
+    staged: Option<Staged>,
 }
 
 impl Prepared {
@@ -121,6 +123,21 @@ impl Prepared {
     /// be named and written at its commit ([`crate::notes::Notes::write_ready`]).
     pub fn take_note(&mut self) -> Option<crate::notes::Ready> {
         self.note.take()
+    }
+
+    /// Puts the staged chunk files in place (nothing to do when they were
+    /// written in place). On an error the ones not placed are taken out.
+    pub fn place(&mut self) -> std::io::Result<()> {
+        let Some(staged) = &mut self.staged else {
+            return Ok(());
+        };
+        while let Some((tmp, name)) = staged.files.pop() {
+            if let Err(e) = staged.folder.place(&tmp, &name) {
+                staged.folder.discard(&tmp);
+                return Err(e);
+            }
+        }
+        Ok(())
     }
 }
 
@@ -159,6 +176,35 @@ pub struct Processor<'a> {
     /// Per conversation committed since the last [`Processor::take_tally`]:
     /// its pairs and those left out (what an input's record keeps).
     tally: Mutex<BTreeMap<String, InputPairs>>,
+    /// Chunk files are written as temp files, left to the caller to place
+    /// ([`Processor::staging`]).
+    staging: bool,
+}
+
+/// Chunk files written as temp files, each with the name it is to have;
+/// the ones still here when it is dropped are taken out.
+#[derive(Debug)]
+struct Staged {
+    folder: Folder,
+    files: Vec<(String, String)>,
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        for (tmp, _) in &self.files {
+            self.folder.discard(tmp);
+        }
+    }
+}
+
+/// Where one conversation's chunk files go: the output folder (opened at
+/// the first), what its note lists (a first chunking), and the temp files
+/// of a staging processor.
+#[derive(Default)]
+struct Out {
+    folder: Option<Folder>,
+    entries: Option<Vec<Scanned>>,
+    staged: Vec<(String, String)>,
 }
 
 /// The chunk ids already recorded, kept as 128-bit hashes: ~20 bytes an id
@@ -227,7 +273,25 @@ impl<'a> Processor<'a> {
             first_request: None,
             started: Utc::now(),
             tally: Mutex::default(),
+            staging: false,
         }
+    }
+
+    /// A processor whose [`Processor::prepare`] writes each chunk file as a
+    /// temp file ([`Prepared::place`] puts them in place), and knows no
+    /// chunk ids: for preparing a conversation before it is certain how
+    /// far it is chunked, which the caller checks before placing.
+    pub fn staging(cfg: ProcessorConfig, header: &'a dyn HeaderWriter) -> Self {
+        Self {
+            staging: true,
+            ..Self::new(cfg, header, &Manifest::new())
+        }
+    }
+
+    /// Whether any of `written` has an id already recorded.
+    pub fn knows_any(&self, written: &[Written]) -> bool {
+        let known = self.existing.lock().unwrap_or_else(PoisonError::into_inner);
+        written.iter().any(|w| known.contains(&w.chunk_id))
     }
 
     /// A processor that deduplicates against one conversation's chunks only
@@ -251,6 +315,7 @@ impl<'a> Processor<'a> {
             first_request: None,
             started: Utc::now(),
             tally: Mutex::default(),
+            staging: false,
         }
     }
 
@@ -386,6 +451,7 @@ impl<'a> Processor<'a> {
                 parsed,
                 exclusions: Vec::new(),
                 note: None,
+                staged: None,
             });
         }
         let (c, plan) = self.chunking(conv, source_file, fallback_time, fresh);
@@ -403,15 +469,16 @@ impl<'a> Processor<'a> {
             })
             .collect();
         let mut previous = previous.or_else(|| self.previous_before(&c, seen));
-        // Opened at the first chunk written, for all of this conversation's.
-        let mut folder: Option<Folder> = None;
-        // A conversation chunked for the first time: what its note lists.
-        let mut entries = (seen == 0).then(Vec::new);
+        let mut to = Out {
+            // A conversation chunked for the first time: what its note lists.
+            entries: (seen == 0).then(Vec::new),
+            ..Out::default()
+        };
         for planned in &plan.chunks {
-            match self.write_chunk(&c, planned, &previous, (&mut folder, &mut entries))? {
+            match self.write_chunk(&c, planned, &previous, &mut to)? {
                 None => {
                     out.duplicates += 1;
-                    entries = None;
+                    to.entries = None;
                 }
                 Some((written, next)) => {
                     previous = Some(next);
@@ -419,7 +486,14 @@ impl<'a> Processor<'a> {
                 }
             }
         }
-        let note = entries.and_then(|e| crate::notes::Ready::new(&key, &e));
+        let note = to.entries.and_then(|e| crate::notes::Ready::new(&key, &e));
+        let staged = match to.folder {
+            Some(folder) if self.staging => Some(Staged {
+                folder,
+                files: to.staged,
+            }),
+            _ => None,
+        };
         Ok(Prepared {
             key,
             last_pair,
@@ -428,6 +502,7 @@ impl<'a> Processor<'a> {
             parsed,
             exclusions,
             note,
+            staged,
         })
     }
 
@@ -518,7 +593,7 @@ impl<'a> Processor<'a> {
         c: &Chunking<'_>,
         planned: &PlannedChunk,
         previous: &Option<Previous>,
-        (folder, entries): (&mut Option<Folder>, &mut Option<Vec<Scanned>>),
+        to: &mut Out,
     ) -> Result<Option<(Written, Previous)>, ProcessError> {
         let conv = c.conv;
         let first = c.fresh[planned.pairs[0]];
@@ -579,7 +654,7 @@ impl<'a> Processor<'a> {
             exchanges,
         };
         let rel = self.file_name(&id, conv, first.index, time, &doc.frontmatter.topics);
-        let written = self.write_file(doc, id, rel, header.backfill, (folder, entries))?;
+        let written = self.write_file(doc, id, rel, header.backfill, to)?;
         let next = Previous {
             topics: header.topics,
             request: user,
@@ -640,31 +715,38 @@ impl<'a> Processor<'a> {
     }
 
     /// Writes `doc` as the file `rel` in the output folder (opened once per
-    /// conversation, in `folder`).
+    /// conversation), or stages it there.
     fn write_file(
         &self,
         doc: ChunkDoc,
         id: String,
         rel: String,
         header_pending: bool,
-        (folder, entries): (&mut Option<Folder>, &mut Option<Vec<Scanned>>),
+        to: &mut Out,
     ) -> Result<Written, ProcessError> {
         let text = doc.to_markdown().map_err(|source| ProcessError::Render {
             chunk_id: id.clone(),
             source,
         })?;
-        let written = match folder {
+        let folder = match &mut to.folder {
             Some(f) => Ok(&*f),
-            None => Folder::open(&self.cfg.out_dir).map(|f| &*folder.insert(f)),
-        }
-        .and_then(|f| f.write(&rel, text.as_bytes()));
+            None => Folder::open(&self.cfg.out_dir).map(|f| &*to.folder.insert(f)),
+        };
+        let written = folder.and_then(|f| match self.staging {
+            false => f.write(&rel, text.as_bytes()),
+            true => {
+                let tmp = f.stage(text.as_bytes())?;
+                to.staged.push((tmp, rel.clone()));
+                Ok(())
+            }
+        });
         written.map_err(|source| ProcessError::Write {
             chunk_id: id.clone(),
             source,
         })?;
         let record = index_record(&doc, &text, &rel);
         let path = self.cfg.out_dir.join(&rel);
-        if let Some(entries) = entries {
+        if let Some(entries) = &mut to.entries {
             // What a note reads of a chunk: its name, frontmatter, header.
             let ChunkDoc {
                 frontmatter,

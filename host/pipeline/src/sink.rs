@@ -33,8 +33,33 @@ pub trait ChunkSink: Sync {
     /// they are committed: work that can run beside the other workers.
     fn prepared(&self, _written: &[Written]) {}
 
+    /// Chunks prepared on a thread that had no sink (parsing ahead, see
+    /// [`made_ahead`]), with the vectors made there, once they are taken.
+    fn made(&self, _written: &[Written], _vectors: Option<Vec<Vec<f32>>>) {}
+
     /// One chunk, committed, in input order.
     fn committed(&self, written: Written);
+}
+
+/// What [`ChunkSink::prepared`] does for the index, on a thread with no
+/// sink at hand: the documents tokenized ahead when the workers would
+/// outrun the index thread, and the vectors of an instant embedder, for
+/// [`ChunkSink::made`].
+pub fn made_ahead(indexer: &dyn Indexer, written: &[Written]) -> Option<Vec<Vec<f32>>> {
+    if written.is_empty() {
+        return None;
+    }
+    if rayon::current_num_threads() > MANY_WORKERS {
+        let records: Vec<&ChunkRecord> = written.iter().map(|w| &w.record).collect();
+        indexer.prepare_here(&records);
+    }
+    let texts: Vec<&str> = written
+        .iter()
+        .map(|w| w.record.embed_text.as_str())
+        .collect();
+    indexer
+        .embed_here(&texts)
+        .filter(|v| v.len() == written.len())
 }
 
 /// What the index took: the chunks indexed, and how many it left out with
@@ -234,11 +259,15 @@ impl ChunkSink for IndexSink<'_> {
             .iter()
             .map(|w| w.record.embed_text.as_str())
             .collect();
-        let Some(vectors) = self
+        let vectors = self
             .indexer
             .embed_here(&texts)
-            .filter(|v| v.len() == written.len())
-        else {
+            .filter(|v| v.len() == written.len());
+        self.made(written, vectors);
+    }
+
+    fn made(&self, written: &[Written], vectors: Option<Vec<Vec<f32>>>) {
+        let Some(vectors) = vectors else {
             return;
         };
         let mut map = self.vectors.lock().unwrap_or_else(PoisonError::into_inner);

@@ -6,23 +6,126 @@
 //! many sessions is parsed on every core; a single export still parses on
 //! one thread (beside its chunking, as before).
 //!
+//! The thread that parses an input ahead also prepares its conversations
+//! (chunks, headers, vectors), so that for many small inputs the commit
+//! loop only commits: without it each input's conversations were prepared
+//! on the pool while the commit loop waited, one input at a time. It
+//! cannot know yet how far the commit loop will find a conversation
+//! chunked (an earlier input of the run may hold it too), so it guesses
+//! from the manifest as the run found it, writes the chunk files as temp
+//! files ([`Processor::staging`]), and the commit loop places them only
+//! when the guess holds and none of the chunks is known; otherwise it
+//! prepares the conversation again, as it would have. A conversation with
+//! attachments is left to the commit loop (linking copies files).
+//!
 //! Only what is certainly read is parsed ahead: a plain file the manifest
 //! does not have, with no batch companion, outside a live or reprocessing
 //! run. An ahead parse the commit loop does not use (another writer
 //! recorded the file meanwhile) is dropped: its parser stops at its next
-//! conversation.
+//! conversation, and the temp files of what it prepared are taken out.
 
 use std::collections::HashMap;
 use std::sync::mpsc::{Receiver, sync_channel};
 use std::thread::{Scope, ScopedJoinHandle};
 
-use chatmill_model::Conversation;
+use chatmill_index::Indexer;
+use chatmill_model::{Conversation, Part};
 use chatmill_runtime::{LoadedAdapter, SelectError};
 
-use super::stages::{Parsed, parse_into};
+use super::stages::{Early, Parsed, Sent, parse_into, prepare, seen_before};
 use super::{ImportOptions, Services};
 use crate::inventory::{Item, Source};
 use crate::manifest::Manifest;
+use crate::processor::{Processor, Written};
+use crate::sink::{ChunkSink, made_ahead};
+
+/// What the threads parsing ahead prepare conversations with, and how
+/// many run at once.
+pub(super) struct Staging<'a> {
+    width: usize,
+    processor: Processor<'a>,
+    /// How far each conversation was chunked when the run began.
+    recorded: HashMap<String, u32>,
+    indexer: Option<&'a dyn Indexer>,
+}
+
+impl<'a> Staging<'a> {
+    /// At most `width` inputs parsed ahead at once (none while the inputs
+    /// may still grow, or a reprocess decides what is read).
+    pub(super) fn new(
+        svc: &Services<'a>,
+        opts: &ImportOptions,
+        manifest: &Manifest,
+        width: usize,
+    ) -> Self {
+        let width = match opts.live || opts.reprocess.is_some() {
+            true => 0,
+            false => width,
+        };
+        let recorded = match width > 0 {
+            true => manifest
+                .conversations
+                .iter()
+                .map(|(k, c)| (k.clone(), c.last_pair))
+                .collect(),
+            false => HashMap::new(),
+        };
+        Self {
+            width,
+            processor: Processor::staging(opts.processor.clone(), svc.header),
+            recorded,
+            indexer: svc.indexer,
+        }
+    }
+
+    /// `conv` of `item` prepared ahead, when it has no attachments;
+    /// `chunked` follows the input's conversations as the commit loop's
+    /// own map does.
+    fn early(
+        &self,
+        item: &Item,
+        chunked: &mut HashMap<String, u32>,
+        conv: &Conversation,
+    ) -> Option<Early> {
+        let seen = seen_before(chunked, conv, |key| {
+            self.recorded.get(key).copied().unwrap_or(0)
+        });
+        if has_attachments(conv) {
+            return None;
+        }
+        let file = (item.file_name.as_str(), item.mtime.into());
+        let done = prepare(&self.processor, &NoSink, conv, file, seen);
+        let vectors = match (&done.2, self.indexer) {
+            (Ok(prepared), Some(indexer)) => made_ahead(indexer, prepared.written()),
+            _ => None,
+        };
+        Some(Early {
+            seen,
+            done,
+            vectors,
+        })
+    }
+}
+
+fn has_attachments(conv: &Conversation) -> bool {
+    conv.pairs
+        .iter()
+        .flat_map(|p| p.user.iter().chain(&p.assistant))
+        .any(|part| matches!(part, Part::Attachment { .. }))
+}
+
+/// Parses ahead at once, at most: one per core beyond the commit loop's.
+pub(super) fn width() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    cores.saturating_sub(1).min(15)
+}
+
+/// The sink of a conversation prepared ahead: none until it is taken.
+struct NoSink;
+
+impl ChunkSink for NoSink {
+    fn committed(&self, _written: Written) {}
+}
 
 /// The adapters sniffing chose, or why none was.
 pub(super) type Selected<'a> = Result<Vec<&'a LoadedAdapter>, SelectError>;
@@ -31,7 +134,7 @@ pub(super) type Selected<'a> = Result<Vec<&'a LoadedAdapter>, SelectError>;
 pub(super) struct Parse<'scope, 'a> {
     selected: Receiver<Selected<'a>>,
     /// The conversations, as the parser makes them.
-    pub(super) conversations: Receiver<Result<Conversation, String>>,
+    pub(super) conversations: Receiver<Sent>,
     pub(super) parser: ScopedJoinHandle<'scope, Parsed<'a>>,
 }
 
@@ -46,19 +149,17 @@ impl<'a> Parse<'_, 'a> {
 /// The parses running ahead of the commit loop, by input key.
 pub(super) struct Ahead<'scope, 'a> {
     running: HashMap<String, Parse<'scope, 'a>>,
-    /// Parses at once, at most.
-    width: usize,
+    staging: &'scope Staging<'a>,
     /// The next input not yet considered.
     next: usize,
 }
 
 impl<'scope, 'a> Ahead<'scope, 'a> {
-    /// Up to one parse per core beyond the commit loop's own.
-    pub(super) fn new() -> Self {
-        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    /// Up to `staging.width` parses at once.
+    pub(super) fn new(staging: &'scope Staging<'a>) -> Self {
         Self {
             running: HashMap::new(),
-            width: cores.saturating_sub(1).min(15),
+            staging,
             next: 0,
         }
     }
@@ -79,18 +180,18 @@ impl<'scope, 'a> Ahead<'scope, 'a> {
         manifest: &Manifest,
         (items, at): (&'scope [Item], usize),
     ) {
-        if opts.live || opts.reprocess.is_some() || self.width == 0 {
+        if self.staging.width == 0 {
             return;
         }
         self.next = self.next.max(at + 1);
         // The input at `at` is taken from `running` only when its turn is
         // read: its parse holds no slot of those ahead of it.
         let current = usize::from(self.running.contains_key(&items[at].key));
-        while self.running.len() - current < self.width && self.next < items.len() {
+        while self.running.len() - current < self.staging.width && self.next < items.len() {
             let item = &items[self.next];
             self.next += 1;
             if will_be_read(item, manifest) {
-                let parse = spawn(scope, svc, opts, item);
+                let parse = spawn(scope, (svc, self.staging), opts, item);
                 self.running.insert(item.key.clone(), parse);
             }
         }
@@ -108,7 +209,7 @@ fn will_be_read(item: &Item, manifest: &Manifest) -> bool {
 
 fn spawn<'scope, 'a>(
     scope: &'scope Scope<'scope, '_>,
-    svc: &'scope Services<'a>,
+    (svc, staging): (&'scope Services<'a>, &'scope Staging<'a>),
     opts: &'scope ImportOptions,
     item: &'scope Item,
 ) -> Parse<'scope, 'a> {
@@ -127,7 +228,11 @@ fn spawn<'scope, 'a>(
         let _ = selected_tx.send(chosen);
         match candidates {
             // An empty file is recorded as such without a parse.
-            Some(candidates) if size > 0 => parse_into(svc, &candidates, &input, None, &tx),
+            Some(candidates) if size > 0 => {
+                let mut chunked = HashMap::new();
+                let mut early = |conv: &Conversation| staging.early(item, &mut chunked, conv);
+                parse_into(svc, &candidates, &input, None, (&tx, Some(&mut early)))
+            }
             _ => Parsed::default(),
         }
     };

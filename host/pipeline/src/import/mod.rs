@@ -111,17 +111,18 @@ pub fn run(
         Some(_) => Duration::MAX,
         None => group::GROUP_TIME,
     };
-    run_grouped(svc, opts, progress, time)
+    run_grouped(svc, opts, progress, (time, ahead::width()))
 }
 
 /// Runs one import whose inputs are made durable in groups that stay open
 /// `group_time` (zero: each input on its own, as the tests that play
-/// another writer between two inputs need).
+/// another writer between two inputs need), with up to `ahead` inputs
+/// parsed ahead at once.
 fn run_grouped(
     svc: &Services<'_>,
     opts: &ImportOptions,
     progress: &mut dyn FnMut(Progress<'_>),
-    group_time: Duration,
+    (group_time, ahead): (Duration, usize),
 ) -> Result<Summary, ImportError> {
     sweep(opts)?;
     let manifest_path = Root::new(&opts.root).manifest();
@@ -133,9 +134,18 @@ fn run_grouped(
         })?;
     let items = select::without_own_files(items, &opts.root, &opts.processor.out_dir);
     let assets = Assets::new(&opts.root, &items);
+    let staging = ahead::Staging::new(svc, opts, &manifest, ahead);
     std::thread::scope(|scope| {
         let index = svc.indexer.map(|ix| IndexSink::threaded(scope, ix));
-        let mut run = Driver::new(svc, opts, manifest_path, manifest, group_time, index);
+        let ahead = ahead::Ahead::new(&staging);
+        let mut run = Driver::new(
+            svc,
+            opts,
+            (manifest_path, manifest),
+            group_time,
+            index,
+            ahead,
+        );
         // The index takes the chunks the manifest has and it lacks (a killed
         // run, an index that was down) before the run adds its own: what
         // there is to compare is then only what earlier runs left (nothing,
@@ -214,15 +224,15 @@ impl<'r, 'p, 's> Driver<'r, 'p, 's> {
     fn new(
         svc: &'r Services<'s>,
         opts: &'r ImportOptions,
-        manifest_path: PathBuf,
-        manifest: Manifest,
+        (manifest_path, manifest): (PathBuf, Manifest),
         group_time: Duration,
         index: Option<IndexSink<'p>>,
+        ahead: ahead::Ahead<'p, 's>,
     ) -> Self {
         let group = group::Group::new(opts.root.clone(), manifest_path.clone(), group_time);
         Self {
             svc,
-            ahead: ahead::Ahead::new(),
+            ahead,
             opts,
             processor: Processor::new(opts.processor.clone(), svc.header, &manifest),
             notes: crate::notes::Notes::new(&manifest),

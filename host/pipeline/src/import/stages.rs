@@ -20,7 +20,7 @@ use crate::assets::Assets;
 use crate::inventory::Item;
 use crate::manifest::{FileRecord, Manifest, conversation_key};
 use crate::notes::Notes;
-use crate::processor::{Prepared, Processor, Written, chunked_after, chunked_to};
+use crate::processor::{Prepared, Processor, Written, chunked_after};
 use crate::sink::{ChunkSink, IndexSink};
 
 /// Pairs being prepared at once, at most (and one conversation, however
@@ -51,15 +51,92 @@ pub(super) struct Parsed<'a> {
     pub(super) waiting: u32,
 }
 
+/// A conversation as its parse delivers it, with its chunks when they were
+/// prepared ahead of its turn.
+pub(super) struct Arrival {
+    pub(super) conv: Conversation,
+    pub(super) early: Option<Early>,
+}
+
+/// What the parse sends: a conversation, or the error that ends it.
+pub(super) type Sent = Result<Arrival, String>;
+
+/// Prepares a parsed conversation before it is sent, when it can.
+pub(super) type Stage<'s> = &'s mut dyn FnMut(&Conversation) -> Option<Early>;
+
+/// A conversation prepared by the thread that parsed it, ahead of its
+/// turn ([`super::ahead`]), by a staging processor: its chunk files are
+/// temp files until the commit loop finds that it is chunked as far as
+/// was guessed and none of its chunks is known, and places them.
+pub(super) struct Early {
+    /// How far the conversation was taken to be chunked.
+    pub(super) seen: u32,
+    pub(super) done: Done,
+    /// The vectors made with the chunks ([`crate::sink::made_ahead`]).
+    pub(super) vectors: Option<Vec<Vec<f32>>>,
+}
+
+impl Early {
+    /// The conversation as prepared, its files placed and its vectors
+    /// handed to `sink`, when it was prepared as `p` would prepare it now
+    /// (chunked to `seen`, no chunk known); `None` when it must be
+    /// prepared again (its temp files are then taken out).
+    fn take(self, seen: u32, p: &Processor<'_>, sink: &(dyn ChunkSink + '_)) -> Option<Done> {
+        let Early {
+            seen: guessed,
+            done: (pairs, skipped, prepared),
+            vectors,
+        } = self;
+        let mut prepared = prepared.ok().filter(|_| guessed == seen)?;
+        if p.knows_any(prepared.written()) {
+            return None;
+        }
+        if let Err(e) = prepared.place() {
+            tracing::debug!("chunk files prepared ahead could not be placed: {e}");
+            return None;
+        }
+        sink.made(prepared.written(), vectors);
+        Some((pairs, skipped, Ok(prepared)))
+    }
+
+    /// [`Early::take`], counted on this thread for the tests: how many
+    /// were placed, and how many prepared again.
+    fn taken(self, seen: u32, p: &Processor<'_>, sink: &(dyn ChunkSink + '_)) -> Option<Done> {
+        let done = self.take(seen, p, sink);
+        #[cfg(test)]
+        EARLY.with(|c| {
+            let (placed, again) = c.get();
+            c.set(match done {
+                Some(_) => (placed + 1, again),
+                None => (placed, again + 1),
+            });
+        });
+        done
+    }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Conversations prepared ahead that this thread's commit loop placed,
+    /// and those it prepared again.
+    pub(super) static EARLY: std::cell::Cell<(usize, usize)> = const { std::cell::Cell::new((0, 0)) };
+}
+
 /// Parses `input` with the first of `candidates` that takes it, sending
-/// each conversation (or the error that ends the parse) on `tx`.
+/// each conversation (or the error that ends the parse) on `tx`; `early`
+/// prepares a conversation before it is sent, when it can.
 pub(super) fn parse_into<'a>(
     svc: &Services<'a>,
     candidates: &[&'a LoadedAdapter],
     input: &Input,
     live: Option<bool>,
-    tx: &SyncSender<Result<Conversation, String>>,
+    (tx, early): (&SyncSender<Sent>, Option<Stage<'_>>),
 ) -> Parsed<'a> {
+    let mut early = early;
+    let mut send = |conv: Conversation| {
+        let early = early.as_mut().and_then(|f| f(&conv));
+        tx.send(Ok(Arrival { conv, early })).is_ok()
+    };
     let (mut stream, declined) = match svc.runtime.parse_first(candidates, input) {
         Ok(opened) => opened,
         Err(e) => {
@@ -88,7 +165,7 @@ pub(super) fn parse_into<'a>(
                         None => continue,
                     },
                 };
-                if tx.send(Ok(conv)).is_err() {
+                if !send(conv) {
                     break None; // The processing side gave up.
                 }
             }
@@ -101,7 +178,7 @@ pub(super) fn parse_into<'a>(
     };
     if let (Some(partial), Some(mut last), Some(_)) = (live, ahead.take(), &end) {
         waiting += u32::from(super::live::hold_back(&mut last, partial));
-        let _ = tx.send(Ok(last));
+        send(last);
     }
     if let Some(Err(e)) = end {
         let _ = tx.send(Err(e));
@@ -166,7 +243,7 @@ pub(super) fn chunk_input<'a>(
         let (rx, parser) = match ahead {
             Some(p) => (p.conversations, Parser::Ahead(p.parser)),
             None => {
-                let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Conversation, String>>(4);
+                let (tx, rx) = std::sync::mpsc::sync_channel::<Sent>(4);
                 // Live: whether the input's last line is still being written.
                 let live = w.opts.live.then(|| match &item.source {
                     crate::inventory::Source::File(path) => super::live::ends_mid_line(path),
@@ -174,7 +251,9 @@ pub(super) fn chunk_input<'a>(
                 });
                 let handle = std::thread::Builder::new()
                     .name("chatmill-parse".into())
-                    .spawn_scoped(scope, move || parse_into(svc, candidates, input, live, &tx))
+                    .spawn_scoped(scope, move || {
+                        parse_into(svc, candidates, input, live, (&tx, None))
+                    })
                     .expect("a thread for the parser");
                 (rx, Parser::Here(handle))
             }
@@ -239,9 +318,9 @@ impl<'a> Parser<'_, '_, 'a> {
     }
 }
 
-/// A conversation prepared on the pool: its pairs, the items the adapter
-/// skipped in it, and its chunks (written, not yet committed).
-type Done = (usize, u32, Result<Prepared, String>);
+/// A conversation prepared: its pairs, the items the adapter skipped in
+/// it, and its chunks (written, not yet committed).
+pub(super) type Done = (usize, u32, Result<Prepared, String>);
 
 /// Prepares each conversation from `parsed` on the thread pool as it comes
 /// and commits them here in input order into `sink`. How far a
@@ -252,7 +331,7 @@ type Done = (usize, u32, Result<Prepared, String>);
 /// gets the pairs parsed and the items skipped.
 fn prepare_and_commit(
     w: &mut Work<'_, '_, '_>,
-    parsed: Receiver<Result<Conversation, String>>,
+    parsed: Receiver<Sent>,
     sink: &(dyn ChunkSink + '_),
     (file, links): ((&str, DateTime<Utc>), (&Assets<'_>, &Item)),
     counts: &mut (usize, u32),
@@ -261,65 +340,79 @@ fn prepare_and_commit(
     let mut chunked: HashMap<String, u32> = HashMap::new();
     rayon::in_place_scope(|scope| -> Result<(), String> {
         let (done_tx, done_rx) = std::sync::mpsc::channel::<(usize, Done)>();
-        let mut waiting: BTreeMap<usize, Done> = BTreeMap::new();
+        // By sequence number, what is ready to commit, and whether it was
+        // prepared on the pool (and holds its pairs of the budget).
+        let mut waiting: BTreeMap<usize, (Done, bool)> = BTreeMap::new();
         let mut parsed = parsed.into_iter();
         let (mut sent, mut next, mut in_flight, mut parsed_all) = (0, 0, 0, false);
         loop {
             while !parsed_all && in_flight < IN_FLIGHT_PAIRS {
-                let Some(conv) = parsed.next() else {
+                let Some(arrival) = parsed.next() else {
                     parsed_all = true;
                     break;
                 };
-                let mut conv = conv?;
-                let seen = seen_before(&mut chunked, w.manifest, &conv);
+                let Arrival { mut conv, early } = arrival?;
+                let seen = seen_before(&mut chunked, &conv, |key| {
+                    w.manifest.conversations.get(key).map_or(0, |r| r.last_pair)
+                });
+                let seq = sent;
+                sent += 1;
+                if let Some(done) = early.and_then(|e| e.taken(seen, p, sink)) {
+                    waiting.insert(seq, (done, false));
+                    continue;
+                }
                 in_flight += conv.pairs.len().max(1);
                 let tx = done_tx.clone();
-                let seq = sent;
                 scope.spawn(move |_| {
                     links.0.link(links.1, &mut conv);
                     // The receiver is gone only when this file failed.
                     let _ = tx.send((seq, prepare(p, sink, &conv, file, seen)));
                 });
-                sent += 1;
             }
-            if parsed_all && next == sent {
-                return Ok(());
-            }
-            let (seq, done) = done_rx
-                .recv()
-                .expect("every conversation sent on is answered");
-            waiting.insert(seq, done);
-            while let Some((n, skipped, prepared)) = waiting.remove(&next) {
+            while let Some(((n, skipped, prepared), pooled)) = waiting.remove(&next) {
                 next += 1;
-                in_flight -= n.max(1);
+                if pooled {
+                    in_flight -= n.max(1);
+                }
                 counts.0 += n;
                 counts.1 = counts.1.saturating_add(skipped);
                 let book = (&mut *w.manifest, &mut *w.notes, w.opts.root.as_path());
                 commit(p, book, w.summary, sink, prepared?);
             }
+            if parsed_all && next == sent {
+                return Ok(());
+            }
+            // Everything sent is committed: take more conversations.
+            if next == sent {
+                continue;
+            }
+            // The next to commit is being prepared on the pool.
+            let (seq, done) = done_rx
+                .recv()
+                .expect("every conversation sent on is answered");
+            waiting.insert(seq, (done, true));
         }
     })
 }
 
 /// The last pair of `conv` already chunked: by the conversations before it
-/// in this file, else by earlier runs; records how far it will be chunked.
-fn seen_before(
+/// in this file (`chunked`), else as `recorded` says of its key; records
+/// how far it will be chunked.
+pub(super) fn seen_before(
     chunked: &mut HashMap<String, u32>,
-    manifest: &Manifest,
     conv: &Conversation,
+    recorded: impl FnOnce(&str) -> u32,
 ) -> u32 {
     let key = conversation_key(&conv.platform, &conv.id);
-    let seen = chunked
-        .get(&key)
-        .copied()
-        .unwrap_or_else(|| chunked_to(manifest, conv));
+    let seen = chunked.get(&key).copied().unwrap_or_else(|| recorded(&key));
     chunked.insert(key, chunked_after(conv, seen));
     seen
 }
 
-/// One conversation prepared on a worker thread; whatever happens in it,
-/// it answers (the commit loop waits for every conversation).
-fn prepare(
+/// One conversation prepared on a worker thread (or ahead, by the thread
+/// that parsed it); whatever happens in it, it answers (the commit loop
+/// waits for every conversation).
+pub(super) fn prepare(
     p: &Processor<'_>,
     sink: &(dyn ChunkSink + '_),
     conv: &Conversation,

@@ -91,7 +91,7 @@ fn chunks_another_writer_records_during_an_import_are_indexed_by_it() {
         m.save(&path).unwrap();
     };
     // Each input a group of its own: the other writer comes between them.
-    let s = run_grouped(&svc, &opts, &mut progress, Duration::ZERO).unwrap();
+    let s = run_grouped(&svc, &opts, &mut progress, (Duration::ZERO, 1)).unwrap();
     assert!(s.errors.is_empty(), "{s:?}");
     let ids = Indexer::ids(&index).unwrap();
     assert!(ids.contains(other), "the other writer's chunk is indexed");
@@ -217,5 +217,144 @@ fn sniffing_many_inputs_keeps_one_instance_per_adapter_and_scores_alike() {
         let folder = p.parent().unwrap().file_name().unwrap().to_string_lossy();
         assert_eq!(s[0].0, folder, "{}: {s:?}", p.display());
         assert!(s[0].1 >= 50, "{}: {s:?}", p.display());
+    }
+}
+
+/// Every file under `root` but the manifest and `.chatmill/`, by relative
+/// path, with its bytes.
+fn files_of(root: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let path = e.unwrap().path();
+            let rel = path
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .to_string();
+            if rel == ".chatmill" || path == Root::new(root).manifest() {
+                continue;
+            }
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                out.insert(rel, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn conversations_prepared_ahead_are_placed_only_where_their_guess_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let (rt, adapters) = first_party(dir.path());
+    let svc = Services {
+        runtime: &rt,
+        adapters: &adapters,
+        header: &ExtractiveWriter,
+        indexer: None,
+    };
+    let sessions = dir.path().join("sessions");
+    chatmill_synth::claude_code_sessions(&sessions, 8).unwrap();
+    // The first session again, cut after its second request, under a name
+    // read before it: its full file then finds it chunked this far by an
+    // earlier input of the same run, which the thread that parsed it
+    // ahead could not know.
+    let project = sessions.join("-home-dev-project-0");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&project)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    files.sort();
+    let full = std::fs::read_to_string(&files[0]).unwrap();
+    let requests: Vec<usize> = full
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains(r#""type":"user""#) && l.contains(r#""content":"Step"#))
+        .map(|(i, _)| i)
+        .collect();
+    assert!(requests.len() >= 3, "{requests:?}");
+    let cut: Vec<&str> = full.lines().take(requests[2]).collect();
+    let early = project.join("0-early.jsonl");
+    std::fs::write(&early, cut.join("\n") + "\n").unwrap();
+    // Inputs are read oldest first.
+    let then = std::fs::metadata(&files[0]).unwrap().modified().unwrap();
+    let older = then - Duration::from_secs(1);
+    let f = std::fs::File::options().write(true).open(&early).unwrap();
+    f.set_modified(older).unwrap();
+
+    // One input per run: nothing is parsed ahead.
+    let one_by_one = dir.path().join("one-by-one");
+    let items = inventory::collect(std::slice::from_ref(&sessions))
+        .unwrap()
+        .0;
+    assert!(items.len() > 8, "{}", items.len());
+    let at = |p: &std::path::Path| {
+        items
+            .iter()
+            .position(|i| i.source == inventory::Source::File(p.to_path_buf()))
+    };
+    assert!(at(&early) < at(&files[0]), "the cut copy is read first");
+    for item in &items {
+        let inventory::Source::File(path) = &item.source else {
+            panic!("{item:?}");
+        };
+        let opts = options(&one_by_one, vec![path.clone()]);
+        let s = run_grouped(&svc, &opts, &mut |_| {}, (group::GROUP_TIME, 0)).unwrap();
+        assert!(s.errors.is_empty(), "{s:?}");
+    }
+
+    let counted = |f: &dyn Fn() -> Summary| {
+        stages::EARLY.with(|c| c.set((0, 0)));
+        let s = f();
+        assert!(s.errors.is_empty(), "{s:?}");
+        stages::EARLY.with(std::cell::Cell::get)
+    };
+    // All at once, parsed two ahead.
+    let at_once = dir.path().join("at-once");
+    let opts = options(&at_once, vec![sessions.clone()]);
+    let (placed, again) =
+        counted(&|| run_grouped(&svc, &opts, &mut |_| {}, (group::GROUP_TIME, 2)).unwrap());
+    assert!(
+        placed >= 8,
+        "most conversations are placed as prepared ahead: {placed}"
+    );
+    assert_eq!(
+        again, 1,
+        "the full copy of the cut session is prepared again"
+    );
+    // In two runs: the cut session first, then everything, where the full
+    // copy's guess (from the manifest the run began with) holds.
+    let two_runs = dir.path().join("two-runs");
+    let opts = options(&two_runs, vec![early.clone()]);
+    run_grouped(&svc, &opts, &mut |_| {}, (group::GROUP_TIME, 2)).unwrap();
+    let opts = options(&two_runs, vec![sessions.clone()]);
+    let (placed_then, again) =
+        counted(&|| run_grouped(&svc, &opts, &mut |_| {}, (group::GROUP_TIME, 2)).unwrap());
+    assert_eq!(again, 0, "every guess holds");
+    assert_eq!(placed_then, placed + 1);
+
+    let expected = files_of(&one_by_one);
+    assert!(expected.keys().any(|k| k.ends_with(".md")), "{expected:?}");
+    let manifest = |root: &std::path::Path| {
+        Manifest::load(&Root::new(root).manifest())
+            .unwrap()
+            .conversations
+    };
+    for root in [&at_once, &two_runs] {
+        let got = files_of(root);
+        assert_eq!(
+            got.keys().collect::<Vec<_>>(),
+            expected.keys().collect::<Vec<_>>(),
+            "{}: the same files, and no temp file left",
+            root.display()
+        );
+        for (name, bytes) in &expected {
+            assert!(got[name] == *bytes, "{}: {name} differs", root.display());
+        }
+        assert_eq!(manifest(root), manifest(&one_by_one), "{}", root.display());
     }
 }
