@@ -4,11 +4,12 @@
 # for a folder of many Claude Code sessions and for one large ChatGPT
 # export. Prints wall seconds per run and the speed-up over one core.
 #   scripts/bench-cores.sh [SESSIONS] [PAIRS] [RUNS]
-# (needs target/release/chatmill; core counts above the machine's are left out)
+# (needs target/release/chatmill, or the binary CHATMILL_BIN names; core counts
+# above the machine's are left out)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sessions="${1:-300}" pairs="${2:-50000}" runs="${3:-3}"
-bin=target/release/chatmill
+bin="${CHATMILL_BIN:-target/release/chatmill}"
 tmp=$(mktemp -d "${TMPDIR:-/dev/shm}/bench-cores.XXXX")
 trap 'rm -rf "$tmp"' EXIT
 cargo run -q --release -p chatmill-synth --example synth -- claude-code "$tmp/sessions" "$sessions"

@@ -444,6 +444,10 @@ impl LlmWriter {
 }
 
 impl HeaderWriter for LlmWriter {
+    fn costly(&self) -> bool {
+        true
+    }
+
     fn write(&self, input: &HeaderInput<'_>) -> Result<Header, HeaderError> {
         match self.write_strict(input) {
             Ok(h) => Ok(h),

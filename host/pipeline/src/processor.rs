@@ -125,6 +125,11 @@ impl Prepared {
         self.note.take()
     }
 
+    /// The conversation's manifest key.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
     /// Puts the staged chunk files in place (nothing to do when they were
     /// written in place). On an error the ones not placed are taken out.
     pub fn place(&mut self) -> std::io::Result<()> {
@@ -137,6 +142,8 @@ impl Prepared {
                 return Err(e);
             }
         }
+        // The folder's handle goes now, not at the commit.
+        self.staged = None;
         Ok(())
     }
 }

@@ -70,6 +70,12 @@ pub enum HeaderError {
 
 pub trait HeaderWriter: Send + Sync {
     fn write(&self, input: &HeaderInput<'_>) -> Result<Header, HeaderError>;
+
+    /// Whether a header costs a model's time or money (an LLM), so that
+    /// work that may be thrown away is not asked of the writer.
+    fn costly(&self) -> bool {
+        false
+    }
 }
 
 /// A header writer with a deadline: asks `inner` (an LLM writer, say) and
@@ -97,6 +103,10 @@ struct OwnedInput {
 }
 
 impl HeaderWriter for Deadline {
+    fn costly(&self) -> bool {
+        true
+    }
+
     fn write(&self, input: &HeaderInput<'_>) -> Result<Header, HeaderError> {
         let owned = OwnedInput {
             platform: input.platform.to_string(),

@@ -25,6 +25,9 @@
 //! conversation, and the temp files of what it prepared are taken out.
 
 use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, sync_channel};
 use std::thread::{Scope, ScopedJoinHandle};
 
@@ -39,10 +42,18 @@ use crate::manifest::Manifest;
 use crate::processor::{Processor, Written};
 use crate::sink::{ChunkSink, made_ahead};
 
+/// Conversations of an input its parse prepares even when the commit loop
+/// has taken it: for a few, the pool would be no sooner (the commit loop
+/// waits on one or the other), and most sessions hold one or two.
+const KEEP_PREPARING: usize = 4;
+
 /// What the threads parsing ahead prepare conversations with, and how
 /// many run at once.
 pub(super) struct Staging<'a> {
     width: usize,
+    /// Whether they prepare at all: not with a header model, whose answers
+    /// for a guess that fails would be asked for twice.
+    prepares: bool,
     processor: Processor<'a>,
     /// How far each conversation was chunked when the run began.
     recorded: HashMap<String, u32>,
@@ -72,31 +83,39 @@ impl<'a> Staging<'a> {
         };
         Self {
             width,
+            prepares: !svc.header.costly(),
             processor: Processor::staging(opts.processor.clone(), svc.header),
             recorded,
             indexer: svc.indexer,
         }
     }
 
-    /// `conv` of `item` prepared ahead, when it has no attachments;
-    /// `chunked` follows the input's conversations as the commit loop's
-    /// own map does.
+    /// `conv` of `item` prepared ahead, when `wanted` and it has no
+    /// attachments; `chunked` follows the input's conversations as the
+    /// commit loop's own map does.
     fn early(
         &self,
         item: &Item,
         chunked: &mut HashMap<String, u32>,
         conv: &Conversation,
+        wanted: bool,
     ) -> Option<Early> {
         let seen = seen_before(chunked, conv, |key| {
             self.recorded.get(key).copied().unwrap_or(0)
         });
-        if has_attachments(conv) {
+        if !wanted || !self.prepares || has_attachments(conv) {
             return None;
         }
         let file = (item.file_name.as_str(), item.mtime.into());
         let done = prepare(&self.processor, &NoSink, conv, file, seen);
+        // A panic making vectors leaves them to the index, as a failed
+        // embedding on the pool would.
         let vectors = match (&done.2, self.indexer) {
-            (Ok(prepared), Some(indexer)) => made_ahead(indexer, prepared.written()),
+            (Ok(prepared), Some(indexer)) => std::panic::catch_unwind(AssertUnwindSafe(|| {
+                made_ahead(indexer, prepared.written())
+            }))
+            .ok()
+            .flatten(),
             _ => None,
         };
         Some(Early {
@@ -132,6 +151,13 @@ pub(super) type Selected<'a> = Result<Vec<&'a LoadedAdapter>, SelectError>;
 
 /// One input parsed ahead.
 pub(super) struct Parse<'scope, 'a> {
+    /// The input's place in the run.
+    at: usize,
+    /// Set once the commit loop takes the parse: the conversations after
+    /// the first [`KEEP_PREPARING`] are then prepared on the pool, beside
+    /// each other, not on the parse's thread one after another (a large
+    /// export parsed ahead).
+    taken: Arc<AtomicBool>,
     selected: Receiver<Selected<'a>>,
     /// The conversations, as the parser makes them.
     pub(super) conversations: Receiver<Sent>,
@@ -166,7 +192,9 @@ impl<'scope, 'a> Ahead<'scope, 'a> {
 
     /// The parse of `key`, when one runs ahead.
     pub(super) fn take(&mut self, key: &str) -> Option<Parse<'scope, 'a>> {
-        self.running.remove(key)
+        let parse = self.running.remove(key)?;
+        parse.taken.store(true, Ordering::Relaxed);
+        Some(parse)
     }
 
     /// Starts parses of the inputs after `at` that will be read, keeping
@@ -184,6 +212,10 @@ impl<'scope, 'a> Ahead<'scope, 'a> {
             return;
         }
         self.next = self.next.max(at + 1);
+        // A parse whose turn passed untaken (another writer recorded its
+        // file meanwhile) is dropped: its thread stops at its next
+        // conversation, and what it prepared is taken out.
+        self.running.retain(|_, p| p.at >= at);
         // The input at `at` is taken from `running` only when its turn is
         // read: its parse holds no slot of those ahead of it.
         let current = usize::from(self.running.contains_key(&items[at].key));
@@ -191,7 +223,7 @@ impl<'scope, 'a> Ahead<'scope, 'a> {
             let item = &items[self.next];
             self.next += 1;
             if will_be_read(item, manifest) {
-                let parse = spawn(scope, (svc, self.staging), opts, item);
+                let parse = spawn(scope, (svc, self.staging), opts, (item, self.next - 1));
                 self.running.insert(item.key.clone(), parse);
             }
         }
@@ -211,9 +243,11 @@ fn spawn<'scope, 'a>(
     scope: &'scope Scope<'scope, '_>,
     (svc, staging): (&'scope Services<'a>, &'scope Staging<'a>),
     opts: &'scope ImportOptions,
-    item: &'scope Item,
+    (item, at): (&'scope Item, usize),
 ) -> Parse<'scope, 'a> {
+    let taken = Arc::new(AtomicBool::new(false));
     let (selected_tx, selected) = sync_channel(1);
+    let handed = Arc::clone(&taken);
     let (tx, conversations) = sync_channel(4);
     let parse = move || {
         let Source::File(path) = &item.source else {
@@ -229,8 +263,12 @@ fn spawn<'scope, 'a>(
         match candidates {
             // An empty file is recorded as such without a parse.
             Some(candidates) if size > 0 => {
-                let mut chunked = HashMap::new();
-                let mut early = |conv: &Conversation| staging.early(item, &mut chunked, conv);
+                let (mut chunked, mut sent) = (HashMap::new(), 0);
+                let mut early = |conv: &Conversation| {
+                    let taken = handed.load(Ordering::Relaxed);
+                    sent += 1;
+                    staging.early(item, &mut chunked, conv, !taken || sent <= KEEP_PREPARING)
+                };
                 parse_into(svc, &candidates, &input, None, (&tx, Some(&mut early)))
             }
             _ => Parsed::default(),
@@ -241,6 +279,8 @@ fn spawn<'scope, 'a>(
         .spawn_scoped(scope, parse)
         .expect("a thread for the parser");
     Parse {
+        at,
+        taken,
         selected,
         conversations,
         parser,

@@ -273,6 +273,7 @@ impl<'r, 'p, 's> Driver<'r, 'p, 's> {
             // Someone else saved the manifest meanwhile.
             self.others_wrote = true;
             self.manifest = Manifest::load(&self.manifest_path)?;
+            self.notes.touched_all();
             self.renew_processor();
         }
         self.plan_reprocess(items);
@@ -296,20 +297,12 @@ impl<'r, 'p, 's> Driver<'r, 'p, 's> {
             let warning = record::problem(&item.key, failed, Some(hint.into()), true);
             self.summary.warnings.push(warning);
         }
-        if self.group.time_up() {
-            self.close_group()?;
-        }
-        Ok(())
-    }
-
-    /// Brings the notes in line with what the group's inputs recorded, then
-    /// makes the group durable. Notes are refreshed per group, not per
-    /// input: the refresh looks at every conversation of the manifest, and
-    /// per input that made a folder of many sessions quadratic.
-    fn close_group(&mut self) -> Result<(), ImportError> {
         self.notes
             .update(&Root::new(&self.opts.root), &mut self.manifest);
-        self.group.close(&self.manifest)
+        if self.group.time_up() {
+            self.group.close(&self.manifest)?;
+        }
+        Ok(())
     }
 
     fn renew_processor(&mut self) {
@@ -324,6 +317,7 @@ impl<'r, 'p, 's> Driver<'r, 'p, 's> {
             return;
         };
         let plan = reprocess::prepare(&mut self.manifest, items, self.svc.adapters, r);
+        self.notes.touched_all();
         record::reprocess_planned(&mut self.summary, &plan);
         self.renew_processor();
         self.plan = Some(plan);
@@ -332,10 +326,6 @@ impl<'r, 'p, 's> Driver<'r, 'p, 's> {
     /// Makes the last group durable, removes what a reprocess replaced, and
     /// completes the summary.
     fn finish(mut self, items: &[Item]) -> Result<Summary, ImportError> {
-        if self.group.is_open() {
-            self.notes
-                .update(&Root::new(&self.opts.root), &mut self.manifest);
-        }
         // Everything committed is indexed before anything is taken out.
         if let Some(done) = self.index.take().map(IndexSink::finish) {
             merge_indexed(&mut self.summary, &mut self.index_failure, done);

@@ -413,6 +413,7 @@ fn forget_unanswered(
         index.flush();
     }
     forget_chunks_of(w.svc, w.opts, &item.key, w.manifest)?;
+    w.notes.touched_all();
     record.chunk_ids.clear();
     *w.processor = Processor::new(w.opts.processor.clone(), w.svc.header, w.manifest);
     Ok(())

@@ -208,6 +208,12 @@ impl ChunkSink for FileSink<'_, '_> {
         }
     }
 
+    fn made(&self, written: &[Written], vectors: Option<Vec<Vec<f32>>>) {
+        if let Some(index) = &self.index {
+            index.made(written, vectors);
+        }
+    }
+
     fn committed(&self, w: Written) {
         if w.header_pending {
             let mut queue = self.backfill.lock().unwrap_or_else(PoisonError::into_inner);
@@ -340,9 +346,8 @@ fn prepare_and_commit(
     let mut chunked: HashMap<String, u32> = HashMap::new();
     rayon::in_place_scope(|scope| -> Result<(), String> {
         let (done_tx, done_rx) = std::sync::mpsc::channel::<(usize, Done)>();
-        // By sequence number, what is ready to commit, and whether it was
-        // prepared on the pool (and holds its pairs of the budget).
-        let mut waiting: BTreeMap<usize, (Done, bool)> = BTreeMap::new();
+        // By sequence number, what is ready to commit.
+        let mut waiting: BTreeMap<usize, Done> = BTreeMap::new();
         let mut parsed = parsed.into_iter();
         let (mut sent, mut next, mut in_flight, mut parsed_all) = (0, 0, 0, false);
         loop {
@@ -357,11 +362,13 @@ fn prepare_and_commit(
                 });
                 let seq = sent;
                 sent += 1;
+                // Prepared ahead or not, its pairs count until it is
+                // committed: what bounds the memory of the file.
+                in_flight += conv.pairs.len().max(1);
                 if let Some(done) = early.and_then(|e| e.taken(seen, p, sink)) {
-                    waiting.insert(seq, (done, false));
+                    waiting.insert(seq, done);
                     continue;
                 }
-                in_flight += conv.pairs.len().max(1);
                 let tx = done_tx.clone();
                 scope.spawn(move |_| {
                     links.0.link(links.1, &mut conv);
@@ -369,11 +376,9 @@ fn prepare_and_commit(
                     let _ = tx.send((seq, prepare(p, sink, &conv, file, seen)));
                 });
             }
-            while let Some(((n, skipped, prepared), pooled)) = waiting.remove(&next) {
+            while let Some((n, skipped, prepared)) = waiting.remove(&next) {
                 next += 1;
-                if pooled {
-                    in_flight -= n.max(1);
-                }
+                in_flight -= n.max(1);
                 counts.0 += n;
                 counts.1 = counts.1.saturating_add(skipped);
                 let book = (&mut *w.manifest, &mut *w.notes, w.opts.root.as_path());
@@ -390,7 +395,7 @@ fn prepare_and_commit(
             let (seq, done) = done_rx
                 .recv()
                 .expect("every conversation sent on is answered");
-            waiting.insert(seq, (done, true));
+            waiting.insert(seq, done);
         }
     })
 }
@@ -448,6 +453,7 @@ fn commit(
     mut prepared: Prepared,
 ) {
     let note = prepared.take_note();
+    notes.touched(prepared.key());
     let out = p.commit(prepared, manifest);
     if let Some(note) = note {
         notes.write_ready(root, manifest, note);

@@ -5,7 +5,9 @@ use super::*;
 use crate::header::ExtractiveWriter;
 use crate::manifest::ConversationRecord;
 use crate::root::Root;
+use chatmill_index::{ChunkRecord, IndexError};
 use chatmill_runtime::{AdapterSet, Limits, Runtime};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 /// An import of `inputs` into `root`, with the defaults.
 fn options(root: &std::path::Path, inputs: Vec<PathBuf>) -> ImportOptions {
@@ -246,6 +248,44 @@ fn files_of(root: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8
     out
 }
 
+/// An index that embeds on the caller's thread, as an instant embedder
+/// does (a text's vector is its length), and counts the chunks it is given
+/// with their own vectors and without.
+#[derive(Default)]
+struct Counting {
+    with: AtomicUsize,
+    without: AtomicUsize,
+}
+
+impl Indexer for Counting {
+    fn index(&self, r: &[ChunkRecord]) -> Result<(), IndexError> {
+        self.without.fetch_add(r.len(), Relaxed);
+        Ok(())
+    }
+    fn embed_here(&self, texts: &[&str]) -> Option<Vec<Vec<f32>>> {
+        Some(texts.iter().map(|t| vec![t.len() as f32]).collect())
+    }
+    fn index_with(&self, r: &[ChunkRecord], vectors: &[Vec<f32>]) -> Result<(), IndexError> {
+        let own = r
+            .iter()
+            .zip(vectors)
+            .filter(|(r, v)| v[..] == [r.embed_text.len() as f32])
+            .count();
+        self.with.fetch_add(own, Relaxed);
+        self.without.fetch_add(r.len() - own, Relaxed);
+        Ok(())
+    }
+    fn remove(&self, _ids: &[String]) -> Result<(), IndexError> {
+        Ok(())
+    }
+    fn ids(&self) -> Result<std::collections::BTreeSet<String>, IndexError> {
+        Ok(Default::default())
+    }
+    fn count(&self) -> Result<u64, IndexError> {
+        Ok(0)
+    }
+}
+
 #[test]
 fn conversations_prepared_ahead_are_placed_only_where_their_guess_holds() {
     let dir = tempfile::tempdir().unwrap();
@@ -307,25 +347,45 @@ fn conversations_prepared_ahead_are_placed_only_where_their_guess_holds() {
         assert!(s.errors.is_empty(), "{s:?}");
     }
 
-    let counted = |f: &dyn Fn() -> Summary| {
+    let counted = |f: &mut dyn FnMut() -> Summary| {
         stages::EARLY.with(|c| c.set((0, 0)));
         let s = f();
         assert!(s.errors.is_empty(), "{s:?}");
         stages::EARLY.with(std::cell::Cell::get)
     };
-    // All at once, parsed two ahead.
+    // All at once, parsed two ahead, indexed: every chunk reaches the
+    // index with the vector made beside it, ahead or on the pool. Each
+    // input's turn comes 30 ms after its parse began, so that the thread
+    // parsing it has prepared it by then (what it has not prepared when the
+    // commit loop takes its parse goes to the pool).
+    let mut slow = |p: Progress<'_>| {
+        if let Progress::File { .. } = p {
+            std::thread::sleep(Duration::from_millis(30));
+        }
+    };
     let at_once = dir.path().join("at-once");
     let opts = options(&at_once, vec![sessions.clone()]);
-    let (placed, again) =
-        counted(&|| run_grouped(&svc, &opts, &mut |_| {}, (group::GROUP_TIME, 2)).unwrap());
+    let index = Counting::default();
+    let indexed = Services {
+        indexer: Some(&index),
+        ..svc
+    };
+    let mut chunks = 0;
+    let (placed, again) = counted(&mut || {
+        let s = run_grouped(&indexed, &opts, &mut slow, (group::GROUP_TIME, 2)).unwrap();
+        chunks = s.chunks_written;
+        s
+    });
     assert!(
         placed >= 8,
-        "most conversations are placed as prepared ahead: {placed}"
+        "conversations placed as prepared ahead: {placed}"
     );
     assert_eq!(
         again, 1,
         "the full copy of the cut session is prepared again"
     );
+    assert_eq!(index.with.load(Relaxed), chunks as usize);
+    assert_eq!(index.without.load(Relaxed), 0);
     // In two runs: the cut session first, then everything, where the full
     // copy's guess (from the manifest the run began with) holds.
     let two_runs = dir.path().join("two-runs");
@@ -333,7 +393,7 @@ fn conversations_prepared_ahead_are_placed_only_where_their_guess_holds() {
     run_grouped(&svc, &opts, &mut |_| {}, (group::GROUP_TIME, 2)).unwrap();
     let opts = options(&two_runs, vec![sessions.clone()]);
     let (placed_then, again) =
-        counted(&|| run_grouped(&svc, &opts, &mut |_| {}, (group::GROUP_TIME, 2)).unwrap());
+        counted(&mut || run_grouped(&svc, &opts, &mut slow, (group::GROUP_TIME, 2)).unwrap());
     assert_eq!(again, 0, "every guess holds");
     assert_eq!(placed_then, placed + 1);
 

@@ -587,9 +587,19 @@ fn still(seen: &Seen, record: &ConversationRecord) -> bool {
 /// and removes those of the conversations that are gone.
 pub struct Notes {
     seen: HashMap<String, Seen>,
-    /// The notes folder as this input's [`Notes::write_ready`] named into
-    /// it (the next [`Notes::update`] starts afresh from the manifest).
+    /// The notes folder as [`Notes::write_ready`] names into it, kept from
+    /// input to input until an update names or removes notes itself, or
+    /// looks at every conversation (then it starts afresh from the
+    /// manifest).
     folder: Option<NotesFolder>,
+    /// The conversations the import changed since the last update: all
+    /// that update looks at, unless `all`.
+    touched: BTreeSet<String>,
+    /// The next update looks at every conversation: the first of a run,
+    /// after the manifest was read again, after a change the import does
+    /// not name conversation by conversation (a reprocess, late batch
+    /// results).
+    all: bool,
 }
 
 impl Notes {
@@ -601,7 +611,25 @@ impl Notes {
             .iter()
             .map(|(k, c)| (k.clone(), seen(c)))
             .collect();
-        Self { seen, folder: None }
+        Self {
+            seen,
+            folder: None,
+            touched: BTreeSet::new(),
+            all: true,
+        }
+    }
+
+    /// The record of conversation `key` changed.
+    pub fn touched(&mut self, key: &str) {
+        if !self.all {
+            self.touched.insert(key.to_string());
+        }
+    }
+
+    /// Any record may have changed.
+    pub fn touched_all(&mut self) {
+        self.all = true;
+        self.touched.clear();
     }
 
     /// Names and writes `ready` when it is the whole note of a conversation
@@ -643,25 +671,42 @@ impl Notes {
     /// Refreshes the notes of the conversations whose record changed since
     /// the last call, or that have chunks but no note, and removes the notes
     /// of conversations gone from the manifest since (their chunks taken
-    /// out to be written again: late batch results, a reprocess). A note
-    /// that cannot be written is logged and left to `verify`; the import
-    /// goes on. Returns how many notes were written.
+    /// out to be written again: late batch results, a reprocess). Looks
+    /// only at the conversations [`Notes::touched`] names, unless
+    /// [`Notes::touched_all`] (an import calls it after every input: a look
+    /// at every conversation each time made a folder of many sessions
+    /// quadratic). A note that cannot be written is logged and left to
+    /// `verify`; the import goes on. Returns how many notes were written.
     pub fn update(&mut self, root: &Root, manifest: &mut Manifest) -> usize {
         let started = std::time::Instant::now();
-        self.folder = None;
-        self.remove_gone(root, manifest);
-        let restored = self.restore_names(manifest);
-        let due: Vec<String> = manifest
-            .conversations
-            .iter()
-            .filter(|(k, c)| {
-                !c.chunk_ids.is_empty()
-                    && (c.note.is_none()
-                        || restored.contains(k.as_str())
-                        || !self.seen.get(k.as_str()).is_some_and(|s| still(s, c)))
-            })
-            .map(|(k, _)| k.clone())
-            .collect();
+        let touched = std::mem::take(&mut self.touched);
+        let scope = (!std::mem::replace(&mut self.all, false)).then_some(touched);
+        let removed = self.remove_gone(root, manifest, scope.as_ref());
+        let restored = self.restore_names(manifest, scope.as_ref());
+        let is_due = |k: &str, c: &ConversationRecord| {
+            !c.chunk_ids.is_empty()
+                && (c.note.is_none()
+                    || restored.contains(k)
+                    || !self.seen.get(k).is_some_and(|s| still(s, c)))
+        };
+        let due: Vec<String> = match &scope {
+            None => manifest
+                .conversations
+                .iter()
+                .filter(|(k, c)| is_due(k, c))
+                .map(|(k, _)| k.clone())
+                .collect(),
+            Some(keys) => keys
+                .iter()
+                .filter(|k| manifest.conversations.get(*k).is_some_and(|c| is_due(k, c)))
+                .cloned()
+                .collect(),
+        };
+        // Names taken or freed here, or another writer's: what the folder
+        // of `write_ready` knows is out of date.
+        if scope.is_none() || removed || !restored.is_empty() || !due.is_empty() {
+            self.folder = None;
+        }
         let mut written = 0;
         let mut pass = Pass::new(root);
         for key in due {
@@ -684,13 +729,27 @@ impl Notes {
     /// chunks taken out and written again: late batch results, a
     /// reprocess) keeps the name its note had, unless another conversation
     /// has taken it meanwhile.
-    fn restore_names(&self, manifest: &mut Manifest) -> BTreeSet<String> {
-        let lost: Vec<(String, String)> = manifest
-            .conversations
-            .iter()
-            .filter(|(_, c)| c.note.is_none() && !c.chunk_ids.is_empty())
-            .filter_map(|(k, _)| Some((k.clone(), self.seen.get(k)?.3.clone()?)))
-            .collect();
+    fn restore_names(
+        &self,
+        manifest: &mut Manifest,
+        scope: Option<&BTreeSet<String>>,
+    ) -> BTreeSet<String> {
+        let lost_name = |k: &String, c: &ConversationRecord| {
+            let lost = c.note.is_none() && !c.chunk_ids.is_empty();
+            lost.then(|| Some((k.clone(), self.seen.get(k)?.3.clone()?)))
+                .flatten()
+        };
+        let lost: Vec<(String, String)> = match scope {
+            None => manifest
+                .conversations
+                .iter()
+                .filter_map(|(k, c)| lost_name(k, c))
+                .collect(),
+            Some(keys) => keys
+                .iter()
+                .filter_map(|k| lost_name(k, manifest.conversations.get(k)?))
+                .collect(),
+        };
         let mut restored = BTreeSet::new();
         if lost.is_empty() {
             return restored;
@@ -712,20 +771,30 @@ impl Notes {
         restored
     }
 
-    /// Removes the notes of the conversations that had chunks and a note
-    /// and now have neither, unless another conversation holds the name.
-    fn remove_gone(&mut self, root: &Root, manifest: &Manifest) {
-        let gone: Vec<String> = self
-            .seen
-            .keys()
-            .filter(|k| {
-                let record = manifest.conversations.get(k.as_str());
-                record.is_none_or(|c| c.chunk_ids.is_empty() && c.note.is_none())
-            })
-            .cloned()
-            .collect();
+    /// Removes the notes of the conversations (of `scope`, or all) that
+    /// had chunks and a note and now have neither, unless another
+    /// conversation holds the name. Whether any was gone.
+    fn remove_gone(
+        &mut self,
+        root: &Root,
+        manifest: &Manifest,
+        scope: Option<&BTreeSet<String>>,
+    ) -> bool {
+        let is_gone = |k: &&String| {
+            let record = manifest.conversations.get(k.as_str());
+            record.is_none_or(|c| c.chunk_ids.is_empty() && c.note.is_none())
+        };
+        let gone: Vec<String> = match scope {
+            None => self.seen.keys().filter(is_gone).cloned().collect(),
+            Some(keys) => keys
+                .iter()
+                .filter(|k| self.seen.contains_key(k.as_str()))
+                .filter(is_gone)
+                .cloned()
+                .collect(),
+        };
         if gone.is_empty() {
-            return;
+            return false;
         }
         let claimed: BTreeSet<&str> = manifest
             .conversations
@@ -745,6 +814,7 @@ impl Notes {
                 tracing::warn!("{e}");
             }
         }
+        true
     }
 }
 

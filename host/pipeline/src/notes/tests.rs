@@ -163,6 +163,7 @@ fn notes_list_chunks_in_order_keep_their_names_and_are_checked() {
     let c1 = m.conversations.get_mut(&k1).unwrap();
     c1.chunk_ids.push("d".into());
     c1.last_pair = 4;
+    notes.touched(&k1);
     assert_eq!(notes.update(&root, &mut m), 1);
     assert_eq!(m.conversations[&k1].note.as_deref(), Some(n1.as_str()));
     let text = std::fs::read_to_string(root.notes().join(&n1)).unwrap();
@@ -356,6 +357,7 @@ fn the_note_of_a_conversation_taken_out_goes_with_it() {
     // The import takes c2's chunks out (late batch results): its note
     // goes at the next update; c1's stays.
     m.conversations.remove(&k2);
+    notes.touched_all();
     notes.update(&root, &mut m);
     assert!(!root.notes().join("2024-05-01 Soup.md").exists());
     assert!(root.notes().join("2024-05-01 Bread.md").exists());
@@ -363,6 +365,7 @@ fn the_note_of_a_conversation_taken_out_goes_with_it() {
     // left alone.
     m.conversations.remove(&k1);
     std::fs::write(root.notes().join("2024-05-01 Bread.md"), "mine\n").unwrap();
+    notes.touched(&k1);
     notes.update(&root, &mut m);
     assert!(root.notes().join("2024-05-01 Bread.md").exists());
 }
@@ -387,6 +390,7 @@ fn a_conversation_written_again_keeps_its_note_s_name() {
     let again = chunk("b2", "c2", "2", "Soup", "Answered.");
     std::fs::write(dir.path().join("b2.md"), again).unwrap();
     m.conversations.insert(key.clone(), record(&["b2"], 2));
+    notes.touched_all();
     notes.update(&root, &mut m);
     let name = m.conversations[&key].note.clone().unwrap();
     assert_eq!(name, "2024-05-01 Soup.md");
