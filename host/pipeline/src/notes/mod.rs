@@ -626,10 +626,12 @@ impl Notes {
         }
     }
 
-    /// Any record may have changed.
+    /// Any record may have changed (another writer's too: the folder
+    /// `write_ready` names into is listed again).
     pub fn touched_all(&mut self) {
         self.all = true;
         self.touched.clear();
+        self.folder = None;
     }
 
     /// Names and writes `ready` when it is the whole note of a conversation
@@ -715,6 +717,11 @@ impl Notes {
                 Err(e) => tracing::warn!("{e}"),
             }
             if let Some(c) = manifest.conversations.get(&key) {
+                // One still without a note (it could not be written) is
+                // tried again at the next update, as a full look would.
+                if c.note.is_none() {
+                    self.touched.insert(key.clone());
+                }
                 self.seen.insert(key, seen(c));
             }
         }

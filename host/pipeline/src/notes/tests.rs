@@ -477,3 +477,24 @@ fn a_new_conversation_s_note_is_written_at_its_commit_as_its_files_make_it() {
     // The update after the input has nothing left to do for it.
     assert_eq!(notes.update(&root, &mut m), 0);
 }
+
+#[test]
+fn a_note_that_could_not_be_written_is_tried_again_at_the_next_update() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = Root::new(dir.path());
+    std::fs::write(dir.path().join("b.md"), chunk("b", "c2", "1", "Soup", "B.")).unwrap();
+    let mut m = Manifest::new();
+    let key = conversation_key("chatgpt", "c2");
+    m.conversations.insert(key.clone(), record(&["b"], 1));
+    let mut notes = Notes::new(&m);
+    // A file where the notes folder goes: no note can be written.
+    std::fs::write(root.notes(), "in the way").unwrap();
+    assert_eq!(notes.update(&root, &mut m), 0);
+    assert_eq!(m.conversations[&key].note, None);
+    std::fs::remove_file(root.notes()).unwrap();
+    // Nothing touched it since, and it is written now.
+    assert_eq!(notes.update(&root, &mut m), 1);
+    let name = m.conversations[&key].note.clone().unwrap();
+    assert!(root.notes().join(name).exists());
+    assert_eq!(notes.update(&root, &mut m), 0, "and then left alone");
+}
