@@ -252,11 +252,12 @@ fn check_tcp(cfg: &ServerConfig) -> Result<(), ServerError> {
     Ok(())
 }
 
-/// Touches the embedding model once (weights paged in, kernels and
-/// buffers set up) so the first turn does not pay for it.
+/// Readies the embedding model ([`chatmill_index::Embedder::warm_up`]:
+/// weights paged in, the local model's int8 weights made) so the first
+/// turns do not pay for it.
 fn warm_up(services: &Services) {
     if let Some(index) = &services.index
-        && let Err(e) = index.embedder.embed(&["warm-up"])
+        && let Err(e) = index.embedder.warm_up()
     {
         tracing::warn!("embedding warm-up failed: {e}");
     }
