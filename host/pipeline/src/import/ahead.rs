@@ -3,8 +3,8 @@
 //! thread of its own, into a short queue of conversations; the commit loop
 //! takes each one when it reaches it, in input order, so chunk ids,
 //! manifest and summary are what a one-at-a-time import makes. A folder of
-//! many sessions is parsed on every core; a single export still parses on
-//! one thread (beside its chunking, as before).
+//! many sessions is parsed and chunked on every core; a single export still
+//! parses on one thread (beside its chunking on the pool, as before).
 //!
 //! The thread that parses an input ahead also prepares its conversations
 //! (chunks, headers, vectors), so that for many small inputs the commit
@@ -73,7 +73,8 @@ impl<'a> Staging<'a> {
             true => 0,
             false => width,
         };
-        let recorded = match width > 0 {
+        let prepares = !svc.header.costly();
+        let recorded = match width > 0 && prepares {
             true => manifest
                 .conversations
                 .iter()
@@ -83,7 +84,7 @@ impl<'a> Staging<'a> {
         };
         Self {
             width,
-            prepares: !svc.header.costly(),
+            prepares,
             processor: Processor::staging(opts.processor.clone(), svc.header),
             recorded,
             indexer: svc.indexer,

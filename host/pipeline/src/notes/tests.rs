@@ -370,15 +370,22 @@ fn the_note_of_a_conversation_taken_out_goes_with_it() {
     assert!(root.notes().join("2024-05-01 Bread.md").exists());
 }
 
+/// A root in `dir` with one conversation of one chunk (`b.md`, "Soup")
+/// and no note yet: its manifest, its key, and notes in line with it.
+fn one_soup(dir: &Path) -> (Manifest, String, Notes) {
+    std::fs::write(dir.join("b.md"), chunk("b", "c2", "1", "Soup", "B.")).unwrap();
+    let mut m = Manifest::new();
+    let key = conversation_key("chatgpt", "c2");
+    m.conversations.insert(key.clone(), record(&["b"], 1));
+    let notes = Notes::new(&m);
+    (m, key, notes)
+}
+
 #[test]
 fn a_conversation_written_again_keeps_its_note_s_name() {
     let dir = tempfile::tempdir().unwrap();
     let root = Root::new(dir.path());
-    std::fs::write(dir.path().join("b.md"), chunk("b", "c2", "1", "Soup", "B.")).unwrap();
-    let mut m = Manifest::new();
-    let key = conversation_key("chatgpt", "c2");
-    m.conversations.insert(key.clone(), record(&["b"], 1));
-    let mut notes = Notes::new(&m);
+    let (mut m, key, mut notes) = one_soup(dir.path());
     notes.update(&root, &mut m);
     assert_eq!(
         m.conversations[&key].note.as_deref(),
@@ -482,11 +489,7 @@ fn a_new_conversation_s_note_is_written_at_its_commit_as_its_files_make_it() {
 fn a_note_that_could_not_be_written_is_tried_again_at_the_next_update() {
     let dir = tempfile::tempdir().unwrap();
     let root = Root::new(dir.path());
-    std::fs::write(dir.path().join("b.md"), chunk("b", "c2", "1", "Soup", "B.")).unwrap();
-    let mut m = Manifest::new();
-    let key = conversation_key("chatgpt", "c2");
-    m.conversations.insert(key.clone(), record(&["b"], 1));
-    let mut notes = Notes::new(&m);
+    let (mut m, key, mut notes) = one_soup(dir.path());
     // A file where the notes folder goes: no note can be written.
     std::fs::write(root.notes(), "in the way").unwrap();
     assert_eq!(notes.update(&root, &mut m), 0);
