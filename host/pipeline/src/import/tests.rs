@@ -286,22 +286,14 @@ impl Indexer for Counting {
     }
 }
 
-#[test]
-fn conversations_prepared_ahead_are_placed_only_where_their_guess_holds() {
-    let dir = tempfile::tempdir().unwrap();
-    let (rt, adapters) = first_party(dir.path());
-    let svc = Services {
-        runtime: &rt,
-        adapters: &adapters,
-        header: &ExtractiveWriter,
-        indexer: None,
-    };
-    let sessions = dir.path().join("sessions");
+/// Eight synthetic sessions in `dir/sessions`, and the first one again,
+/// cut after its second request, under a name read before it: its full
+/// file then finds it chunked this far by an earlier input of the same
+/// run, which the thread that parsed it ahead could not know. The folder,
+/// the cut copy and the full file.
+fn sessions_with_a_cut_copy(dir: &std::path::Path) -> (PathBuf, PathBuf, PathBuf) {
+    let sessions = dir.join("sessions");
     chatmill_synth::claude_code_sessions(&sessions, 8).unwrap();
-    // The first session again, cut after its second request, under a name
-    // read before it: its full file then finds it chunked this far by an
-    // earlier input of the same run, which the thread that parsed it
-    // ahead could not know.
     let project = sessions.join("-home-dev-project-0");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&project)
         .unwrap()
@@ -326,9 +318,18 @@ fn conversations_prepared_ahead_are_placed_only_where_their_guess_holds() {
     let f = std::fs::File::options().write(true).open(&early).unwrap();
     f.set_modified(older).unwrap();
 
-    // One input per run: nothing is parsed ahead.
-    let one_by_one = dir.path().join("one-by-one");
-    let items = inventory::collect(std::slice::from_ref(&sessions))
+    (sessions, early, files[0].clone())
+}
+
+/// `sessions` imported into `root` one input per run (nothing is parsed
+/// ahead), checking that `early` is read before `full`.
+fn import_one_by_one(
+    svc: &Services<'_>,
+    sessions: &PathBuf,
+    root: &std::path::Path,
+    (early, full): (&PathBuf, &PathBuf),
+) {
+    let items = inventory::collect(std::slice::from_ref(sessions))
         .unwrap()
         .0;
     assert!(items.len() > 8, "{}", items.len());
@@ -337,15 +338,55 @@ fn conversations_prepared_ahead_are_placed_only_where_their_guess_holds() {
             .iter()
             .position(|i| i.source == inventory::Source::File(p.to_path_buf()))
     };
-    assert!(at(&early) < at(&files[0]), "the cut copy is read first");
+    assert!(at(early) < at(full), "the cut copy is read first");
     for item in &items {
         let inventory::Source::File(path) = &item.source else {
             panic!("{item:?}");
         };
-        let opts = options(&one_by_one, vec![path.clone()]);
-        let s = run_grouped(&svc, &opts, &mut |_| {}, (group::GROUP_TIME, 0)).unwrap();
+        let opts = options(root, vec![path.clone()]);
+        let s = run_grouped(svc, &opts, &mut |_| {}, (group::GROUP_TIME, 0)).unwrap();
         assert!(s.errors.is_empty(), "{s:?}");
     }
+}
+
+/// Asserts that each of `roots` holds the files and the manifest records
+/// of `one_by_one`, byte for byte.
+fn assert_same_as(one_by_one: &std::path::Path, roots: &[&PathBuf]) {
+    let expected = files_of(one_by_one);
+    assert!(expected.keys().any(|k| k.ends_with(".md")), "{expected:?}");
+    let manifest = |root: &std::path::Path| {
+        Manifest::load(&Root::new(root).manifest())
+            .unwrap()
+            .conversations
+    };
+    for root in roots {
+        let got = files_of(root);
+        assert_eq!(
+            got.keys().collect::<Vec<_>>(),
+            expected.keys().collect::<Vec<_>>(),
+            "{}: the same files, and no temp file left",
+            root.display()
+        );
+        for (name, bytes) in &expected {
+            assert!(got[name] == *bytes, "{}: {name} differs", root.display());
+        }
+        assert_eq!(manifest(root), manifest(one_by_one), "{}", root.display());
+    }
+}
+
+#[test]
+fn conversations_prepared_ahead_are_placed_only_where_their_guess_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let (rt, adapters) = first_party(dir.path());
+    let svc = Services {
+        runtime: &rt,
+        adapters: &adapters,
+        header: &ExtractiveWriter,
+        indexer: None,
+    };
+    let (sessions, early, full) = sessions_with_a_cut_copy(dir.path());
+    let one_by_one = dir.path().join("one-by-one");
+    import_one_by_one(&svc, &sessions, &one_by_one, (&early, &full));
 
     let counted = |f: &mut dyn FnMut() -> Summary| {
         stages::EARLY.with(|c| c.set((0, 0)));
@@ -397,24 +438,5 @@ fn conversations_prepared_ahead_are_placed_only_where_their_guess_holds() {
     assert_eq!(again, 0, "every guess holds");
     assert_eq!(placed_then, placed + 1);
 
-    let expected = files_of(&one_by_one);
-    assert!(expected.keys().any(|k| k.ends_with(".md")), "{expected:?}");
-    let manifest = |root: &std::path::Path| {
-        Manifest::load(&Root::new(root).manifest())
-            .unwrap()
-            .conversations
-    };
-    for root in [&at_once, &two_runs] {
-        let got = files_of(root);
-        assert_eq!(
-            got.keys().collect::<Vec<_>>(),
-            expected.keys().collect::<Vec<_>>(),
-            "{}: the same files, and no temp file left",
-            root.display()
-        );
-        for (name, bytes) in &expected {
-            assert!(got[name] == *bytes, "{}: {name} differs", root.display());
-        }
-        assert_eq!(manifest(root), manifest(&one_by_one), "{}", root.display());
-    }
+    assert_same_as(&one_by_one, &[&at_once, &two_runs]);
 }
