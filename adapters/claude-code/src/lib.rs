@@ -46,11 +46,18 @@ impl Adapter for ClaudeCode {
 /// Claude Code lines are JSON objects carrying the envelope keys
 /// `parentUuid`/`uuid`/`sessionId`/`isSidechain`, typed `user`, `assistant`,
 /// `summary`, `system`... A `.jsonl` name helps but is not required.
+///
+/// Qwen Code writes the same envelope around Gemini-style messages
+/// (`{"role":"model","parts":[…]}`); Claude Code's messages always carry
+/// `content`, so a message with `parts` or a `model` role is not ours.
 pub fn sniff(head: &[u8], file_name: &str) -> u8 {
     if first_byte(head) != Some(b'{') {
         return 0;
     }
     let h = head_str(head);
+    if gemini_style_message(&h) {
+        return 0;
+    }
     let envelope = count_present(
         &h,
         &[
@@ -82,6 +89,14 @@ pub fn sniff(head: &[u8], file_name: &str) -> u8 {
         score = score.saturating_add(5);
     }
     score.min(100)
+}
+
+/// A message in the Gemini API's shape: a `model` role, or `parts` where
+/// Claude Code puts `content`.
+fn gemini_style_message(head: &str) -> bool {
+    ["\"role\":\"model\"", "\"role\":\"user\",\"parts\""]
+        .iter()
+        .any(|k| head.contains(k))
 }
 
 chatmill_adapter_sdk::export_adapter!(ClaudeCode);

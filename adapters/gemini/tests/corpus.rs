@@ -27,6 +27,11 @@ const CORPUS: &[(&str, usize, usize)] = &[
     ("gemini/agent-sessions-gemini-cli-large.json", 1, 2),
     // lines: header, user, $set, gemini, gemini → 1 user message.
     ("gemini/agent-sessions-gemini-cli-jsonl_v040.jsonl", 1, 1),
+    // lines: header, $set of the `<session_context>` message, user, gemini x2,
+    // user (functionResponse), gemini x2, user (functionResponse), gemini →
+    // 1 user message with text of its own: the session context is the CLI's,
+    // and function responses are tool results.
+    ("gemini/superbased-gemini-cli-live-toolcalls.jsonl", 1, 1),
 ];
 
 /// (fixture, conversations, pairs): python counted records whose header is
