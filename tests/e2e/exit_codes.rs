@@ -86,3 +86,44 @@ fn a_corrupt_adapter_given_for_the_run_is_a_failure_not_usage() {
         run.stderr
     );
 }
+
+/// Every command that prints stops quietly when its reader goes away
+/// (`chatmill search … | head -1`): exit 0, no panic, no error line.
+#[test]
+fn a_reader_that_closes_early_ends_each_printing_command_quietly() {
+    let env = Env::new();
+    let input = chatgpt_export(&env);
+    let root = env.path("root").display().to_string();
+    let first = env.run(&["--root", &root, "import", &input]);
+    assert_eq!(first.code, 0, "{first:?}");
+    let commands: &[&[&str]] = &[
+        &["search", "python"],
+        &["search", "--json", "python"],
+        &["parse", &input],
+        &["report"],
+        &["verify"],
+        &["adapters", "list"],
+        &["adapters", "info", "chatgpt"],
+        &["import", &input],
+        &["import", "--json", &input],
+    ];
+    for args in commands {
+        let mut child = env
+            .cmd()
+            .args(["--root", &root])
+            .args(*args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader is gone before the command writes its first byte.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
+            "{args:?}: {stderr}"
+        );
+    }
+}

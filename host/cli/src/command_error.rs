@@ -7,6 +7,9 @@
 //! | 0 | the work was done (inputs skipped on purpose are listed with their reason) |
 //! | 1 | partly done or not done for a reason outside usage: an input failed, the root stayed locked, the index was unavailable, `verify` found a problem |
 //! | 2 | usage or configuration error; nothing was done |
+//!
+//! A reader that closes standard output early (`| head`) is not an error:
+//! the command stops quietly with 0 ([`Kind::ReaderGone`]).
 
 use std::process::ExitCode;
 
@@ -21,6 +24,8 @@ use chatmill_runtime::{AdapterError, SelectError};
 pub enum Kind {
     Usage,
     Failed,
+    /// Standard output's reader went away: stop, say nothing, exit 0.
+    ReaderGone,
 }
 
 /// A failed command: the error, what the user can do, and what the adapter
@@ -67,10 +72,16 @@ impl CliError {
         }
     }
 
+    /// Standard output's reader closed its end (a broken pipe).
+    pub fn reader_gone() -> Self {
+        Self::new(Kind::ReaderGone, anyhow::anyhow!("standard output was closed"))
+    }
+
     pub fn exit_code(&self) -> ExitCode {
         match self.kind {
             Kind::Usage => ExitCode::from(2),
             Kind::Failed => ExitCode::from(1),
+            Kind::ReaderGone => ExitCode::SUCCESS,
         }
     }
 }

@@ -8,6 +8,7 @@ mod cli;
 mod command_error;
 mod commands;
 mod context;
+mod out;
 mod render;
 
 use std::process::ExitCode;
@@ -39,6 +40,7 @@ fn main() -> ExitCode {
     render::init_tracing(cli.global.verbose);
     match commands::run(cli) {
         Ok(code) => code,
+        Err(e) if e.kind == command_error::Kind::ReaderGone => ExitCode::SUCCESS,
         Err(e) if hook => {
             render::error(&e);
             ExitCode::SUCCESS

@@ -1,8 +1,8 @@
 //! `chatmill adapters …`: list, add, remove, info, sniff; `new` and `test`
 //! are `adapters_new` and `adapters_test`.
 
-#![allow(clippy::print_stdout, reason = "the command's output is stdout")]
 
+use crate::out::outln;
 use std::process::ExitCode;
 
 use chatmill_runtime::model::visible::visible;
@@ -42,7 +42,7 @@ fn listed(a: &LoadedAdapter) -> Listed<'_> {
 
 fn json<T: Serialize>(value: &T) -> Result<(), CliError> {
     let s = serde_json::to_string_pretty(value)?;
-    println!("{s}");
+    outln!("{s}");
     Ok(())
 }
 
@@ -53,13 +53,13 @@ pub fn run(ctx: &Context, cmd: AdaptersCommand) -> Result<ExitCode, CliError> {
             if as_json {
                 json(&set.adapters().iter().map(listed).collect::<Vec<_>>())?;
             } else {
-                println!(
+                outln!(
                     "{:<14} {:<9} {:<6} {:<8} FORMATS",
                     "ID", "VERSION", "API", "SOURCE"
                 );
                 for a in set.adapters() {
                     let formats: Vec<_> = a.info.formats.iter().map(|f| f.id.as_str()).collect();
-                    println!(
+                    outln!(
                         "{:<14} {:<9} {:<6} {:<8} {}",
                         a.info.id,
                         visible(&a.info.version),
@@ -77,20 +77,20 @@ pub fn run(ctx: &Context, cmd: AdaptersCommand) -> Result<ExitCode, CliError> {
             if as_json {
                 json(&listed(a))?;
             } else {
-                println!("{} ({})", visible(&a.info.name), a.info.id);
-                println!("version:     {}", visible(&a.info.version));
-                println!("adapter API: {}", a.api_version);
-                println!("source:      {}", a.origin.kind());
+                outln!("{} ({})", visible(&a.info.name), a.info.id);
+                outln!("version:     {}", visible(&a.info.version));
+                outln!("adapter API: {}", a.api_version);
+                outln!("source:      {}", a.origin.kind());
                 if let Some(p) = a.origin.path() {
-                    println!("path:        {}", visible(&p.display().to_string()));
+                    outln!("path:        {}", visible(&p.display().to_string()));
                 }
-                println!("sha256:      {}", a.sha256);
-                println!("formats:");
+                outln!("sha256:      {}", a.sha256);
+                outln!("formats:");
                 for f in &a.info.formats {
-                    println!("  {:<28} {}", f.id, visible(&f.description));
+                    outln!("  {:<28} {}", f.id, visible(&f.description));
                     if !f.file_patterns.is_empty() {
                         let patterns = f.file_patterns.join(", ");
-                        println!("  {:<28} files: {}", "", visible(&patterns));
+                        outln!("  {:<28} files: {}", "", visible(&patterns));
                     }
                 }
             }
@@ -120,10 +120,10 @@ pub fn run(ctx: &Context, cmd: AdaptersCommand) -> Result<ExitCode, CliError> {
             let input = Input::from_path(&file);
             let scores = set.scores(&ctx.runtime, &input)?;
             for (id, score) in &scores {
-                println!("{score:>3}  {id}");
+                outln!("{score:>3}  {id}");
             }
             match set.select(&ctx.runtime, &input, None) {
-                Ok(a) => println!("chosen: {}", a.info.id),
+                Ok(a) => outln!("chosen: {}", a.info.id),
                 Err(e) => render::warning(&format!(
                     "{e}{}",
                     e.hint().map(|h| format!("\nhint: {h}")).unwrap_or_default()
@@ -202,7 +202,7 @@ fn add(ctx: &Context, path: &std::path::Path, force: bool) -> Result<ExitCode, C
     let mut tmp = tempfile::NamedTempFile::new_in(&ctx.adapters_dir)?;
     std::io::Write::write_all(&mut tmp, &bytes)?;
     tmp.persist(&dest).map_err(|e| e.error)?;
-    println!(
+    outln!(
         "installed adapter `{id}` {} (API {}) to {}",
         adapter.info.version,
         adapter.api_version,
@@ -215,7 +215,7 @@ fn remove(ctx: &Context, id: &str) -> Result<ExitCode, CliError> {
     let path = ctx.adapters_dir.join(format!("{id}.wasm"));
     if path.exists() {
         fs_err::remove_file(&path)?;
-        println!("removed adapter `{id}` ({})", path.display());
+        outln!("removed adapter `{id}` ({})", path.display());
         return Ok(ExitCode::SUCCESS);
     }
     let builtin = chatmill_builtin::ADAPTERS.iter().any(|(n, _)| *n == id);

@@ -4,8 +4,8 @@
 //! project gets a vendored copy of the SDK (and a `Cargo.lock` of crates
 //! chatmill itself is built from), so it builds offline.
 
-#![allow(clippy::print_stdout, reason = "the command's output is stdout")]
 
+use crate::out::outln;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -163,12 +163,12 @@ pub fn run(name: &str, lang: Lang, dir: Option<PathBuf>) -> Result<ExitCode, Cli
         write(&dir.join(path), &text)?;
     }
     let readme = dir.join("README.md");
-    println!(
+    outln!(
         "created the {} adapter `{name}` in {}",
         lang.word(),
         dir.display()
     );
-    println!(
+    outln!(
         "next: `cd {}` and run the shell block at the top of its README.md ({})",
         dir.display(),
         readme.display()

@@ -2,8 +2,8 @@
 //! of `chatmill_runtime::conformance`, rendered. Exit 0 when every check
 //! passes, 1 when one fails, 2 when the adapter or a fixture cannot be read.
 
-#![allow(clippy::print_stdout, reason = "the command's output is stdout")]
 
+use crate::out::outln;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -55,13 +55,13 @@ pub fn run(ctx: &Context, args: TestArgs) -> Result<ExitCode, CliError> {
         fs_err::write(path, text)?;
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print_report(&report, &fixtures);
+        print_report(&report, &fixtures)?;
         if args.bless
             && let Some(path) = &expect_path
         {
-            println!(
+            outln!(
                 "wrote the output to {} (`--expect` compares with it)",
                 path.display()
             );
@@ -114,9 +114,9 @@ fn read_expected(path: &Path) -> Result<serde_json::Value, CliError> {
     })
 }
 
-fn print_report(report: &Report, fixtures: &[Fixture]) {
+fn print_report(report: &Report, fixtures: &[Fixture]) -> Result<(), CliError> {
     let a = &report.adapter;
-    println!(
+    outln!(
         "adapter `{}` {} (API {}), {} fixture(s)",
         a.id,
         visible(&a.version),
@@ -125,12 +125,12 @@ fn print_report(report: &Report, fixtures: &[Fixture]) {
     );
     for c in &report.checks {
         let mark = if c.passed { "ok  " } else { "FAIL" };
-        println!("{mark} {:<17} {}", c.name, c.what);
+        outln!("{mark} {:<17} {}", c.name, c.what);
         for d in &c.details {
-            println!("       {}", visible(d));
+            outln!("       {}", visible(d));
         }
     }
-    println!(
+    outln!(
         "read {} bytes: {} conversation(s), {} pair(s); {:.2} MB/s, peak memory {:.1} MiB",
         report.bytes,
         report.conversations,
@@ -140,8 +140,9 @@ fn print_report(report: &Report, fixtures: &[Fixture]) {
     );
     let failed = report.checks.iter().filter(|c| !c.passed).count();
     if failed == 0 {
-        println!("all {} checks passed", report.checks.len());
+        outln!("all {} checks passed", report.checks.len());
     } else {
-        println!("{failed} of {} checks failed", report.checks.len());
+        outln!("{failed} of {} checks failed", report.checks.len());
     }
+    Ok(())
 }

@@ -1,7 +1,7 @@
 //! `chatmill backfill`: the headers still queued, from the header model.
 
-#![allow(clippy::print_stdout, reason = "the command's output is stdout")]
 
+use crate::out::outln;
 use std::process::ExitCode;
 
 use chatmill_pipeline::backfill::{Queue, step};
@@ -15,14 +15,14 @@ pub fn run(ctx: &Context, json: bool) -> Result<ExitCode, CliError> {
     let queued = Queue::load(&ctx.root)?.len();
     let Some(cfg) = ctx.header.clone() else {
         if json {
-            println!(
+            outln!(
                 "{}",
                 json!({ "queued": queued, "rewritten": 0, "failed": 0 })
             );
         } else if queued == 0 {
-            println!("nothing queued for backfill");
+            outln!("nothing queued for backfill");
         } else {
-            println!("{queued} chunks wait for their header");
+            outln!("{queued} chunks wait for their header");
         }
         return if queued == 0 {
             Ok(ExitCode::SUCCESS)
@@ -51,12 +51,12 @@ pub fn run(ctx: &Context, json: bool) -> Result<ExitCode, CliError> {
         }
     }
     if json {
-        println!(
+        outln!(
             "{}",
             json!({ "queued": queued, "rewritten": rewritten, "failed": failed.len() })
         );
     } else {
-        println!(
+        outln!(
             "{rewritten} headers written, {} still waiting (the model failed; try again later)",
             failed.len()
         );

@@ -3,8 +3,8 @@
 //! that was stopped while it embedded). `import` runs the same stage after
 //! its keyword stage unless `--no-wait`.
 
-#![allow(clippy::print_stdout, reason = "the command's output is stdout")]
 
+use crate::out::outln;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
@@ -23,14 +23,14 @@ pub fn run(ctx: &Context, args: EmbedArgs) -> Result<ExitCode, CliError> {
     let made = fill(&index)?;
     let waiting = index.pending_count()?;
     if args.json {
-        println!(
+        outln!(
             "{}",
             serde_json::json!({"vectors_made": made, "vectors_pending": waiting, "embedder": index.embedder.id()})
         );
     } else if made == 0 {
-        println!("no chunk waits for its vector");
+        outln!("no chunk waits for its vector");
     } else {
-        println!("made {made} vectors with `{}`", index.embedder.id());
+        outln!("made {made} vectors with `{}`", index.embedder.id());
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,7 +1,7 @@
 //! `chatmill import`: exports → chunk files, with a processing summary.
 
-#![allow(clippy::print_stdout, reason = "the command's output is stdout")]
 
+use crate::out::outln;
 use std::process::ExitCode;
 
 use chatmill_pipeline::chunker::ChunkerConfig;
@@ -92,16 +92,16 @@ pub fn run(ctx: &Context, args: ImportArgs) -> Result<ExitCode, CliError> {
     if args.json {
         let mut s = serde_json::to_value(&summary)?;
         s["vectors_pending"] = pending.into();
-        println!("{}", serde_json::to_string_pretty(&s)?);
+        outln!("{}", serde_json::to_string_pretty(&s)?);
     } else {
-        print_human(&summary, ctx);
+        print_human(&summary, ctx)?;
         if pending > 0 {
-            println!(
+            outln!(
                 "vectors pending:     {pending} (found by keywords until `chatmill embed` makes them)"
             );
         }
         if summary.chunks_written > 0 {
-            print_scores(ctx);
+            print_scores(ctx)?;
         }
     }
     if let Some(Err(e)) = vectors {
@@ -135,52 +135,54 @@ pub(super) fn options(ctx: &Context, inputs: Vec<std::path::PathBuf>) -> ImportO
     }
 }
 
-fn print_human(s: &Summary, ctx: &Context) {
-    println!("root: {}", ctx.root.display());
-    println!("files processed:     {}", s.files_processed);
-    println!("files unchanged:     {}", s.files_unchanged);
-    println!("chunks written:      {}", s.chunks_written);
-    println!("duplicates skipped:  {}", s.duplicates_skipped);
-    println!("mechanical excluded: {}", s.mechanical_excluded);
+fn print_human(s: &Summary, ctx: &Context) -> Result<(), CliError> {
+    outln!("root: {}", ctx.root.display());
+    outln!("files processed:     {}", s.files_processed);
+    outln!("files unchanged:     {}", s.files_unchanged);
+    outln!("chunks written:      {}", s.chunks_written);
+    outln!("duplicates skipped:  {}", s.duplicates_skipped);
+    outln!("mechanical excluded: {}", s.mechanical_excluded);
     if s.files_reprocessed > 0 {
-        println!("files reprocessed:   {}", s.files_reprocessed);
+        outln!("files reprocessed:   {}", s.files_reprocessed);
     }
-    println!("chunks in total:     {}", s.chunks_total);
+    outln!("chunks in total:     {}", s.chunks_total);
     if s.headers_pending > 0 {
-        println!(
+        outln!(
             "headers pending:     {} (the header model failed; `chatmill backfill` retries)",
             s.headers_pending
         );
     }
     if let Some(n) = s.index_total {
-        println!(
+        outln!(
             "chunks indexed:      {} this run, {n} in the index",
             s.chunks_indexed
         );
     }
     if !s.files_skipped.is_empty() {
-        println!("files skipped: {}", s.files_skipped.len());
+        outln!("files skipped: {}", s.files_skipped.len());
         for f in &s.files_skipped {
-            println!("  {}: {}", visible(&f.file), visible(&f.reason));
+            outln!("  {}: {}", visible(&f.file), visible(&f.reason));
         }
     }
-    print_ignored(&s.files_ignored);
+    print_ignored(&s.files_ignored)?;
     for e in &s.errors {
         let error = CliError::failed(anyhow::anyhow!("`{}`: {}", e.file, e.reason));
         crate::render::error(&error.hint_opt(e.hint.clone()));
     }
+    Ok(())
 }
 
 /// The seven criteria on this import's chunks (`chatmill report
 /// --since-run`); they never change import's exit code.
-fn print_scores(ctx: &Context) {
+fn print_scores(ctx: &Context) -> Result<(), CliError> {
     match chatmill_report::evaluate(&ctx.root, chatmill_report::Scope::LastRun) {
         Ok(report) => {
-            super::report::print_summary(&report, false);
-            println!("(`chatmill report` shows the evidence)");
+            super::report::print_summary(&report, false)?;
+            outln!("(`chatmill report` shows the evidence)");
         }
         Err(e) => tracing::warn!("the quality report could not be made: {e}"),
     }
+    Ok(())
 }
 
 /// Inputs an older chatmill read, by adapter, and how to rewrite them.
@@ -203,11 +205,11 @@ fn notice_outdated(s: &Summary) {
 
 /// The export's files that hold no conversations, by what they are: up to
 /// five names each (a ChatGPT export holds thousands of images).
-fn print_ignored(ignored: &[FileProblem]) {
+fn print_ignored(ignored: &[FileProblem]) -> Result<(), CliError> {
     if ignored.is_empty() {
-        return;
+        return Ok(());
     }
-    println!(
+    outln!(
         "files ignored: {} (they hold no conversations)",
         ignored.len()
     );
@@ -221,10 +223,11 @@ fn print_ignored(ignored: &[FileProblem]) {
             .map(|f| f.file.as_str())
             .collect();
         for f in files.iter().take(5) {
-            println!("  {}: {}", visible(f), visible(kind));
+            outln!("  {}: {}", visible(f), visible(kind));
         }
         if files.len() > 5 {
-            println!("  … and {} more: {}", files.len() - 5, visible(kind));
+            outln!("  … and {} more: {}", files.len() - 5, visible(kind));
         }
     }
+    Ok(())
 }

@@ -5,7 +5,6 @@
 //! this thread writes the entries in input order. Memory is bounded by a few
 //! conversations per input in flight, not by the size of the export.
 
-#![allow(clippy::print_stdout, reason = "the command's output is stdout")]
 
 mod entry;
 
@@ -105,8 +104,9 @@ pub fn run(ctx: &Context, args: ParseArgs) -> Result<ExitCode, CliError> {
         // The receivers go with the writer: if it stops (a closed pipe),
         // the workers' next send fails and they stop too.
         write_all(&mut out, &files, receivers, layout)
-    })?;
-    out.flush()?;
+    })
+    .map_err(crate::out::written)?;
+    out.flush().map_err(crate::out::written)?;
     Ok(if failed {
         ExitCode::from(1)
     } else {

@@ -1,8 +1,8 @@
 //! `chatmill reindex`: the index rebuilt from the chunk files (the source of
 //! truth), or another store filled from them (`--to chroma`).
 
-#![allow(clippy::print_stdout, reason = "the command's output is stdout")]
 
+use crate::out::outln;
 use std::process::ExitCode;
 
 use chatmill_index::{ChromaConfig, Indexer};
@@ -55,12 +55,12 @@ pub fn run(ctx: &Context, args: ReindexArgs) -> Result<ExitCode, CliError> {
     }
     let total = index.count()?;
     if json {
-        println!(
+        outln!(
             "{}",
             serde_json::json!({"indexed": indexed, "removed": stale.len(), "index_total": total, "unreadable": problems.len(), "store": index.store.name(), "embedder": index.embedder.id()})
         );
     } else {
-        println!(
+        outln!(
             "indexed {indexed} chunks ({} stale entries removed) into `{}` with `{}`; {total} in the index",
             stale.len(),
             index.store.name(),

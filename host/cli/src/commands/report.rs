@@ -2,8 +2,8 @@
 //! a terminal summary or JSON; `--html FILE` writes the page of charts.
 //! Exits 1 when a criterion is below 3.
 
-#![allow(clippy::print_stdout, reason = "the command's output is stdout")]
 
+use crate::out::outln;
 use std::process::ExitCode;
 
 use chatmill_pipeline::llm::LlmWriter;
@@ -48,11 +48,11 @@ pub fn run(ctx: &Context, args: ReportArgs) -> Result<ExitCode, CliError> {
         chatmill_report::html::write(&report, path)?;
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print_summary(&report, true);
+        print_summary(&report, true)?;
         if let Some(path) = &args.html {
-            println!("page: {}", visible(&path.display().to_string()));
+            outln!("page: {}", visible(&path.display().to_string()));
         }
     }
     Ok(if report.passed() {
@@ -64,8 +64,8 @@ pub fn run(ctx: &Context, args: ReportArgs) -> Result<ExitCode, CliError> {
 
 /// The scores, one line each, with their counts; `detail` adds the worst
 /// chunks (import prints the scores without them).
-pub fn print_summary(report: &Report, detail: bool) {
-    println!(
+pub fn print_summary(report: &Report, detail: bool) -> Result<(), CliError> {
+    outln!(
         "quality ({} chunks, {} inputs{}):",
         report.chunks,
         report.inputs,
@@ -80,7 +80,7 @@ pub fn print_summary(report: &Report, detail: bool) {
             .first()
             .map(|m| format!("{} of {} {}", m.count, m.of, m.what))
             .unwrap_or_default();
-        println!(
+        outln!(
             "  {} {:<28} {}/5  {}",
             c.number,
             c.name,
@@ -91,10 +91,10 @@ pub fn print_summary(report: &Report, detail: bool) {
             continue;
         }
         for m in c.measures.iter().skip(1) {
-            println!("      {} of {}: {}", m.count, m.of, m.what);
+            outln!("      {} of {}: {}", m.count, m.of, m.what);
         }
         for f in c.findings.iter().take(3) {
-            println!(
+            outln!(
                 "      e.g. {}: {}",
                 visible(&f.subject),
                 visible(&f.problem)
@@ -102,24 +102,24 @@ pub fn print_summary(report: &Report, detail: bool) {
         }
     }
     for c in report.criteria.iter().filter(|c| c.unresolved_deficiency) {
-        println!(
+        outln!(
             "UNRESOLVED DEFICIENCY: {} {} scores {}/5 (3 passes)",
             c.number, c.name, c.score
         );
         if let Some(fix) = &c.fix {
-            println!("  fix: {fix}");
+            outln!("  fix: {fix}");
         }
     }
     if let Some(judge) = &report.judge {
-        print_judge(judge);
+        print_judge(judge)?;
     }
     if detail && !report.exclusions.is_empty() {
-        println!(
+        outln!(
             "{} pairs left out as mechanical (`--json` lists them all), e.g.:",
             report.exclusions.len()
         );
         for e in report.exclusions.iter().take(3) {
-            println!(
+            outln!(
                 "  {} pair {}: \"{}\"",
                 visible(&e.conversation),
                 e.pair,
@@ -127,12 +127,13 @@ pub fn print_summary(report: &Report, detail: bool) {
             );
         }
     }
+    Ok(())
 }
 
 /// The judge's means beside the measured scores, and the answers it could
 /// not read (model output: escaped for the terminal).
-fn print_judge(judge: &Judge) {
-    println!(
+fn print_judge(judge: &Judge) -> Result<(), CliError> {
+    outln!(
         "judge ({}, {} chunks sampled, {} requests, {} unparsable, {} without an answer):",
         visible(&judge.model),
         judge.sample,
@@ -144,7 +145,7 @@ fn print_judge(judge: &Judge) {
         let mean = c
             .judge_mean
             .map_or_else(|| "no score".to_string(), |m| format!("{m:.1}/5"));
-        println!(
+        outln!(
             "  {} {:<28} measured {}/5  judge {mean} (n {})",
             c.number, c.name, c.measured, c.n
         );
@@ -155,10 +156,11 @@ fn print_judge(judge: &Judge) {
         .filter(|v| v.problem.is_some())
         .take(3)
     {
-        println!(
+        outln!(
             "  {}: {}",
             visible(&v.chunk),
             visible(v.problem.as_deref().unwrap_or_default())
         );
     }
+    Ok(())
 }

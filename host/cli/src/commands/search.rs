@@ -1,7 +1,7 @@
 //! `chatmill search`.
 
-#![allow(clippy::print_stdout, reason = "the command's output is stdout")]
 
+use crate::out::{out, outln};
 use std::process::ExitCode;
 
 use chatmill_index::{Filter, SearchRequest, SearchResults, WeightedQuery};
@@ -108,15 +108,15 @@ pub fn run(ctx: &Context, args: SearchArgs) -> Result<ExitCode, CliError> {
     }
     if args.json {
         let s = serde_json::to_string_pretty(&results)?;
-        println!("{s}");
+        outln!("{s}");
     } else if args.format == Some(SearchFormat::Context) {
         let block = context_block(ctx, &results);
-        print!("{}", visible_keeping(&block, &['\n', '\t']));
+        out!("{}", visible_keeping(&block, &['\n', '\t']));
     } else if results.hits.is_empty() {
-        println!("no results");
+        outln!("no results");
     } else {
         for (i, h) in results.hits.iter().enumerate() {
-            println!(
+            outln!(
                 "{:>2}. {:.4}  {}  {:<11} {}  [{}]",
                 i + 1,
                 h.score,
@@ -125,7 +125,7 @@ pub fn run(ctx: &Context, args: SearchArgs) -> Result<ExitCode, CliError> {
                 visible(h.meta.title.as_deref().unwrap_or("(untitled)")),
                 visible(&h.meta.topics.join(", "))
             );
-            println!(
+            outln!(
                 "    {}",
                 visible(&ctx.root.join(&h.meta.path).display().to_string())
             );

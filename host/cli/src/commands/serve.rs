@@ -1,6 +1,5 @@
 //! `chatmill serve`: inline mode on a local socket.
 
-#![allow(clippy::print_stdout, reason = "the command's output is stdout")]
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -72,8 +71,9 @@ pub fn run(ctx: &Context, args: ServeArgs) -> Result<ExitCode, CliError> {
     cfg.max_line = args.max_line;
     let print = args.print_socket;
     chatmill_server::run(cfg, services, |c| {
+        // A reader gone from the socket line does not stop the server.
         if print {
-            println!("{}", c.socket.display());
+            let _ = crate::out::write(format_args!("{}\n", c.socket.display()));
         }
         crate::render::notice(&format!(
             "chatmill serving `{}` on {}{}",

@@ -1,7 +1,7 @@
 //! `chatmill turn`: one finished exchange to a running server.
 
-#![allow(clippy::print_stdout, reason = "the command's output is stdout")]
 
+use crate::out::outln;
 use std::io::Read;
 use std::process::ExitCode;
 
@@ -37,6 +37,6 @@ pub fn run(ctx: &Context, args: TurnArgs) -> Result<ExitCode, CliError> {
         .unwrap_or_else(|| super::serve::default_socket(ctx));
     let mut client = Client::unix(&socket)?;
     let ack = client.call("turn", params)?;
-    println!("{ack}");
+    outln!("{ack}");
     Ok(ExitCode::SUCCESS)
 }

@@ -1,7 +1,7 @@
 //! `chatmill verify [--repair]`: chunk files ↔ manifest ↔ index.
 
-#![allow(clippy::print_stdout, reason = "the command's output is stdout")]
 
+use crate::out::outln;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -34,25 +34,25 @@ pub fn run(ctx: &Context, args: VerifyArgs) -> Result<ExitCode, CliError> {
     }
     if args.json {
         let s = serde_json::to_string_pretty(&report)?;
-        println!("{s}");
+        outln!("{s}");
     } else {
-        println!("root: {}", ctx.root.display());
-        println!("chunk files:       {}", report.chunk_files);
-        println!("manifest chunks:   {}", report.manifest_chunks);
+        outln!("root: {}", ctx.root.display());
+        outln!("chunk files:       {}", report.chunk_files);
+        outln!("manifest chunks:   {}", report.manifest_chunks);
         if let Some(n) = report.index_chunks {
-            println!("index chunks:      {n}");
+            outln!("index chunks:      {n}");
         }
         if report.vectors_pending > 0 {
-            println!(
+            outln!(
                 "vectors pending:   {} (found by keywords until `chatmill embed` makes them)",
                 report.vectors_pending
             );
         }
         for r in &report.repaired {
-            println!("repaired: {}", visible(r));
+            outln!("repaired: {}", visible(r));
         }
         for p in &report.problems {
-            println!(
+            outln!(
                 "{}: {}: {}",
                 p.kind,
                 visible(&p.subject),
@@ -60,14 +60,14 @@ pub fn run(ctx: &Context, args: VerifyArgs) -> Result<ExitCode, CliError> {
             );
         }
         if report.ok() {
-            println!("ok");
+            outln!("ok");
         } else if !args.repair {
-            println!(
+            outln!(
                 "{} problems; `chatmill verify --repair` re-derives the manifest and index from the chunk files",
                 report.problems.len()
             );
         } else {
-            println!(
+            outln!(
                 "{} problems need a human: fix or delete those chunk files, then run `chatmill verify --repair` again",
                 report.problems.len()
             );
