@@ -74,7 +74,10 @@ impl CliError {
 
     /// Standard output's reader closed its end (a broken pipe).
     pub fn reader_gone() -> Self {
-        Self::new(Kind::ReaderGone, anyhow::anyhow!("standard output was closed"))
+        Self::new(
+            Kind::ReaderGone,
+            anyhow::anyhow!("standard output was closed"),
+        )
     }
 
     pub fn exit_code(&self) -> ExitCode {

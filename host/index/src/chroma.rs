@@ -515,6 +515,21 @@ impl Store for ChromaStore {
         }
     }
 
+    fn holding(&self, chunk_ids: &[String]) -> Result<BTreeSet<String>, IndexError> {
+        if chunk_ids.is_empty() {
+            return Ok(BTreeSet::new());
+        }
+        let v = self.post("get", json!({"ids": chunk_ids, "include": []}))?;
+        let ids = v["ids"].as_array().cloned().unwrap_or_default();
+        // Only ids asked for: the answer is the server's, not trusted further.
+        Ok(ids
+            .iter()
+            .filter_map(|i| i.as_str())
+            .filter(|i| chunk_ids.iter().any(|c| c == i))
+            .map(str::to_string)
+            .collect())
+    }
+
     fn count(&self) -> Result<u64, IndexError> {
         let r = self.request("GET", &format!("{}/count", self.base), None)?;
         let text = self.ok(r, "count")?;

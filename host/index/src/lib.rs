@@ -234,6 +234,16 @@ pub trait Store: Send + Sync {
     fn prepare_documents(&self, _documents: &[&str]) {}
     /// Every stored chunk id.
     fn ids(&self) -> Result<BTreeSet<String>, IndexError>;
+    /// Which of `chunk_ids` the store holds (a few ids: it need not list
+    /// every id, as [`Store::ids`] does).
+    fn holding(&self, chunk_ids: &[String]) -> Result<BTreeSet<String>, IndexError> {
+        let all = self.ids()?;
+        Ok(chunk_ids
+            .iter()
+            .filter(|id| all.contains(*id))
+            .cloned()
+            .collect())
+    }
     fn count(&self) -> Result<u64, IndexError>;
     /// The model and width of the stored vectors (`None` when the store
     /// holds none). Asked before every write: cheap.
@@ -333,6 +343,15 @@ pub trait Indexer: Send + Sync {
     fn prepare_here(&self, _records: &[&ChunkRecord]) {}
     fn remove(&self, chunk_ids: &[String]) -> Result<(), IndexError>;
     fn ids(&self) -> Result<BTreeSet<String>, IndexError>;
+    /// [`Store::holding`].
+    fn holding(&self, chunk_ids: &[String]) -> Result<BTreeSet<String>, IndexError> {
+        let all = self.ids()?;
+        Ok(chunk_ids
+            .iter()
+            .filter(|id| all.contains(*id))
+            .cloned()
+            .collect())
+    }
     fn count(&self) -> Result<u64, IndexError>;
     /// [`Store::metadata_outdated`].
     fn metadata_outdated(&self) -> Result<bool, IndexError> {

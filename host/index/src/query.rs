@@ -464,6 +464,10 @@ impl Indexer for Index {
         self.store.ids()
     }
 
+    fn holding(&self, chunk_ids: &[String]) -> Result<BTreeSet<String>, IndexError> {
+        self.store.holding(chunk_ids)
+    }
+
     fn count(&self) -> Result<u64, IndexError> {
         self.store.count()
     }

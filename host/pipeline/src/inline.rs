@@ -20,7 +20,7 @@
 //! before the next (one lock, one sync of the raw logs, one embedding call,
 //! one manifest save), in the order they came, with an answer per turn.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -33,6 +33,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::backfill::Queue;
+use crate::chunk_store::ChunkStore;
 use crate::header::{HeaderWriter, Previous};
 use crate::lock::{LockError, RootLock};
 use crate::manifest::{Manifest, ManifestError, conversation_key, stamp};
@@ -221,6 +222,7 @@ impl InlineWriter {
                     self.log_raw(turns, &mut steps);
                     self.chunk(turns, &mut steps);
                     self.index_and_flush(&mut steps);
+                    self.index_resent(&mut steps);
                     self.record(&mut steps);
                 }
                 Err(e) => fail_all(&mut steps, e, |s| matches!(s, Step::Checked)),
@@ -409,6 +411,74 @@ impl InlineWriter {
                 Err(e) => tracing::warn!("chunk `{}` written but not indexed: {e}", w.chunk_id),
             }
         }
+    }
+
+    /// Step 3 for resends: a resent turn's chunk is answered as indexed
+    /// only when the index holds it. One the index lacks (an earlier
+    /// attempt failed: a server started with another embedding model) is
+    /// indexed now from its file; when that fails too, the answer says so.
+    fn index_resent(&self, steps: &mut [Step]) {
+        let resent = |s: &Step| match s {
+            Step::Done(Ok(ack)) if ack.duplicate => ack.chunk_id.clone(),
+            _ => None,
+        };
+        // A resend of a turn chunked in this batch is answered from its
+        // chunk's own step ([`answers`]).
+        let written: BTreeSet<String> = steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Chunk { written, .. } => Some(written.chunk_id.clone()),
+                _ => None,
+            })
+            .collect();
+        let ids: Vec<String> = steps
+            .iter()
+            .filter_map(resent)
+            .filter(|id| !written.contains(id))
+            .collect();
+        if ids.is_empty() {
+            return;
+        }
+        let held = match &self.indexer {
+            Some(ix) => self.held_or_indexed(ix.as_ref(), &ids),
+            None => BTreeSet::new(),
+        };
+        for step in steps.iter_mut() {
+            if let Step::Done(Ok(ack)) = step
+                && ack.duplicate
+                && let Some(id) = &ack.chunk_id
+                && !written.contains(id)
+            {
+                ack.indexed = held.contains(id);
+            }
+        }
+    }
+
+    /// Which of `ids` the index holds once the missing ones, read from
+    /// their chunk files, are indexed.
+    fn held_or_indexed(&self, ix: &dyn Indexer, ids: &[String]) -> BTreeSet<String> {
+        let mut held = match ix.holding(ids) {
+            Ok(held) => held,
+            Err(e) => {
+                tracing::warn!("cannot ask the index about resent turns: {e}");
+                return BTreeSet::new();
+            }
+        };
+        let missing: Vec<&str> = ids
+            .iter()
+            .filter(|id| !held.contains(*id))
+            .map(String::as_str)
+            .collect();
+        for scanned in ChunkStore::new(&self.root).find(missing) {
+            let id = scanned.doc.frontmatter.chunk_id.clone();
+            match ix.index(std::slice::from_ref(&scanned.record())) {
+                Ok(()) => {
+                    held.insert(id);
+                }
+                Err(e) => tracing::warn!("resent chunk `{id}` still not indexed: {e}"),
+            }
+        }
+        held
     }
 
     /// Step 4: saves the manifest once for the batch (after the chunk files
@@ -972,6 +1042,37 @@ mod tests {
         assert_eq!(turns, [1, 2]);
         let m = Manifest::load(&Root::new(dir.path()).manifest()).unwrap();
         assert_eq!(m.chunk_count(), 3);
+    }
+
+    /// A resend is answered `indexed: true` only when the index holds its
+    /// chunk: a chunk an earlier server failed to index is indexed now.
+    #[test]
+    fn a_resent_turn_whose_chunk_the_index_lacks_is_indexed_or_said_not_to_be() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = in_session("s", 1, "How do I tune the nginx proxy timeout?");
+        // Every text is poisoned: the chunk is written, not indexed.
+        let (mut broken, _, index) = indexed_writer(dir.path(), "");
+        let first = broken.turn(&t).unwrap();
+        assert!(!first.duplicate && !first.indexed, "{first:?}");
+        let id = first.chunk_id.clone().unwrap();
+        assert!(index.holding(std::slice::from_ref(&id)).unwrap().is_empty());
+        // Resent to a server that still cannot index it: said so.
+        let again = broken.turn(&t).unwrap();
+        assert!(again.duplicate && !again.indexed, "{again:?}");
+        drop(broken);
+        // Without an index, a resend is not indexed either.
+        let mut bare = InlineWriter::open(dir.path(), Arc::new(ExtractiveWriter), None).unwrap();
+        let bare_ack = bare.turn(&t).unwrap();
+        assert!(bare_ack.duplicate && !bare_ack.indexed, "{bare_ack:?}");
+        drop(bare);
+        // Resent to a working server: indexed now, from the chunk file.
+        let (mut healthy, _, index) = indexed_writer(dir.path(), "\u{0}never");
+        let resent = healthy.turn(&t).unwrap();
+        assert!(resent.duplicate && resent.indexed, "{resent:?}");
+        assert_eq!(resent.chunk_id.as_deref(), Some(id.as_str()));
+        let held = index.holding(std::slice::from_ref(&id)).unwrap();
+        assert!(held.contains(&id), "{held:?}");
+        assert_eq!(index.count().unwrap(), 1);
     }
 
     #[test]

@@ -1,7 +1,6 @@
 //! `chatmill adapters …`: list, add, remove, info, sniff; `new` and `test`
 //! are `adapters_new` and `adapters_test`.
 
-
 use crate::out::outln;
 use std::process::ExitCode;
 
@@ -55,7 +54,10 @@ pub fn run(ctx: &Context, cmd: AdaptersCommand) -> Result<ExitCode, CliError> {
             } else {
                 outln!(
                     "{:<14} {:<9} {:<6} {:<8} FORMATS",
-                    "ID", "VERSION", "API", "SOURCE"
+                    "ID",
+                    "VERSION",
+                    "API",
+                    "SOURCE"
                 );
                 for a in set.adapters() {
                     let formats: Vec<_> = a.info.formats.iter().map(|f| f.id.as_str()).collect();

@@ -4,7 +4,6 @@
 //! project gets a vendored copy of the SDK (and a `Cargo.lock` of crates
 //! chatmill itself is built from), so it builds offline.
 
-
 use crate::out::outln;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -1,6 +1,5 @@
 //! `chatmill backfill`: the headers still queued, from the header model.
 
-
 use crate::out::outln;
 use std::process::ExitCode;
 

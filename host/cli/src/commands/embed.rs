@@ -3,7 +3,6 @@
 //! that was stopped while it embedded). `import` runs the same stage after
 //! its keyword stage unless `--no-wait`.
 
-
 use crate::out::outln;
 use std::io::IsTerminal;
 use std::process::ExitCode;

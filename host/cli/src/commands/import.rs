@@ -1,6 +1,5 @@
 //! `chatmill import`: exports → chunk files, with a processing summary.
 
-
 use crate::out::outln;
 use std::process::ExitCode;
 

@@ -5,7 +5,6 @@
 //! this thread writes the entries in input order. Memory is bounded by a few
 //! conversations per input in flight, not by the size of the export.
 
-
 mod entry;
 
 use std::io::Write;

@@ -1,7 +1,6 @@
 //! `chatmill reindex`: the index rebuilt from the chunk files (the source of
 //! truth), or another store filled from them (`--to chroma`).
 
-
 use crate::out::outln;
 use std::process::ExitCode;
 

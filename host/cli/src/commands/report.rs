@@ -2,7 +2,6 @@
 //! a terminal summary or JSON; `--html FILE` writes the page of charts.
 //! Exits 1 when a criterion is below 3.
 
-
 use crate::out::outln;
 use std::process::ExitCode;
 
@@ -104,7 +103,9 @@ pub fn print_summary(report: &Report, detail: bool) -> Result<(), CliError> {
     for c in report.criteria.iter().filter(|c| c.unresolved_deficiency) {
         outln!(
             "UNRESOLVED DEFICIENCY: {} {} scores {}/5 (3 passes)",
-            c.number, c.name, c.score
+            c.number,
+            c.name,
+            c.score
         );
         if let Some(fix) = &c.fix {
             outln!("  fix: {fix}");
@@ -147,7 +148,10 @@ fn print_judge(judge: &Judge) -> Result<(), CliError> {
             .map_or_else(|| "no score".to_string(), |m| format!("{m:.1}/5"));
         outln!(
             "  {} {:<28} measured {}/5  judge {mean} (n {})",
-            c.number, c.name, c.measured, c.n
+            c.number,
+            c.name,
+            c.measured,
+            c.n
         );
     }
     for v in judge

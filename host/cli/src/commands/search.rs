@@ -1,6 +1,5 @@
 //! `chatmill search`.
 
-
 use crate::out::{out, outln};
 use std::process::ExitCode;
 

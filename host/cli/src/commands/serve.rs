@@ -1,6 +1,5 @@
 //! `chatmill serve`: inline mode on a local socket.
 
-
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;

@@ -1,6 +1,5 @@
 //! `chatmill turn`: one finished exchange to a running server.
 
-
 use crate::out::outln;
 use std::io::Read;
 use std::process::ExitCode;

@@ -1,6 +1,5 @@
 //! `chatmill verify [--repair]`: chunk files ↔ manifest ↔ index.
 
-
 use crate::out::outln;
 use std::path::Path;
 use std::process::ExitCode;

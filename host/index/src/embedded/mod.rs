@@ -287,6 +287,20 @@ impl Store for SqliteStore {
         Ok(ids)
     }
 
+    fn holding(&self, chunk_ids: &[String]) -> Result<BTreeSet<String>, IndexError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare_cached("SELECT 1 FROM chunks WHERE chunk_id = ?1")
+            .map_err(|e| self.e(e))?;
+        let mut out = BTreeSet::new();
+        for id in chunk_ids {
+            if stmt.exists([id]).map_err(|e| self.e(e))? {
+                out.insert(id.clone());
+            }
+        }
+        Ok(out)
+    }
+
     fn count(&self) -> Result<u64, IndexError> {
         let conn = self.conn();
         conn.query_row("SELECT count(*) FROM chunks", [], |r| r.get::<_, i64>(0))
