@@ -13,152 +13,53 @@
 //! (`password: String`, `token = accessToken`, `secret: something`).
 
 /// Word parts that name a secret on their own.
+#[rustfmt::skip]
 const SECRET_WORDS: &[&str] = &[
-    "password",
-    "passwd",
-    "pwd",
-    "pass",
-    "passphrase",
-    "secret",
-    "token",
-    "auth",
-    "credential",
-    "credentials",
-    "apikey",
-    "accesskey",
-    "secretkey",
-    "privatekey",
-    "clientsecret",
-    "authtoken",
-    "accesstoken",
-    "refreshtoken",
-    "sessiontoken",
+    "password", "passwd", "pwd", "pass", "passphrase", "secret", "token", "auth", "credential",
+    "credentials", "apikey", "accesskey", "secretkey", "privatekey", "clientsecret",
+    "authtoken", "accesstoken", "refreshtoken", "sessiontoken",
 ];
 
 /// Parts that, before `key`, make it a secret's name (`api_key`).
+#[rustfmt::skip]
 const KEY_QUALIFIERS: &[&str] = &[
-    "api",
-    "access",
-    "secret",
-    "private",
-    "signing",
-    "encryption",
-    "master",
-    "client",
-    "app",
-    "account",
-    "auth",
-    "subscription",
-    "service",
-    "session",
-    "admin",
+    "api", "access", "secret", "private", "signing", "encryption", "master", "client", "app",
+    "account", "auth", "subscription", "service", "session", "admin",
 ];
 
 /// A last part that says the name is about a secret, not the secret
 /// (`token_count`, `password_url`, `auth_type`).
+#[rustfmt::skip]
 const META_WORDS: &[&str] = &[
-    "count",
-    "counts",
-    "used",
-    "limit",
-    "limits",
-    "max",
-    "min",
-    "size",
-    "len",
-    "length",
-    "type",
-    "types",
-    "name",
-    "names",
-    "id",
-    "ids",
-    "url",
-    "uri",
-    "endpoint",
-    "file",
-    "path",
-    "dir",
-    "env",
-    "var",
-    "header",
-    "prefix",
-    "suffix",
-    "expiry",
-    "expires",
-    "expiration",
-    "ttl",
-    "timeout",
-    "format",
-    "mode",
-    "method",
-    "provider",
-    "policy",
-    "field",
-    "label",
-    "hint",
-    "version",
-    "required",
-    "enabled",
-    "usage",
-    "index",
-    "kind",
-    "input",
-    "placeholder",
-    "pattern",
-    "regex",
-    "strength",
-    "reset",
-    "budget",
-    "estimate",
-    "cost",
-    "rate",
-    "total",
-    "window",
-    "ref",
-    "location",
-    "source",
+    "count", "counts", "used", "limit", "limits", "max", "min", "size", "len", "length", "type",
+    "types", "name", "names", "id", "ids", "url", "uri", "endpoint", "file", "path", "dir",
+    "env", "var", "header", "prefix", "suffix", "expiry", "expires", "expiration", "ttl",
+    "timeout", "format", "mode", "method", "provider", "policy", "field", "label", "hint",
+    "version", "required", "enabled", "usage", "index", "kind", "input", "placeholder",
+    "pattern", "regex", "strength", "reset", "budget", "estimate", "cost", "rate", "total",
+    "window", "ref", "location", "source",
+    // File extensions: `auth.go:582:` in grep output names a file.
+    "go", "ts", "tsx", "js", "jsx", "mjs", "py", "rs", "rb", "java", "kt", "swift", "cs",
+    "php", "c", "h", "cpp", "sh", "json", "yaml", "yml", "toml", "md", "txt", "html",
+    "css", "lock", "log", "pem", "crt", "der",
 ];
 
+/// Parts that make the whole name a measure (`input_cost_per_token`,
+/// `max_token_len`, `num_tokens`).
+const MEASURES: &[&str] = &["per", "num", "max", "min", "cost", "count", "total"];
+
 /// Value words that are not secrets whatever the name.
+#[rustfmt::skip]
 const NON_SECRET_VALUES: &[&str] = &[
-    "true",
-    "false",
-    "yes",
-    "no",
-    "on",
-    "off",
-    "null",
-    "nil",
-    "none",
-    "undefined",
-    "required",
-    "optional",
-    "string",
-    "boolean",
-    "integer",
-    "number",
-    "object",
+    "true", "false", "yes", "no", "on", "off", "null", "nil", "none", "undefined", "required",
+    "optional", "string", "boolean", "integer", "number", "object",
 ];
 
 /// Substrings that mark a placeholder or example value.
+#[rustfmt::skip]
 const PLACEHOLDER_MARKS: &[&str] = &[
-    "your_",
-    "your-",
-    "yourpass",
-    "example",
-    "placeholder",
-    "xxxx",
-    "****",
-    "...",
-    "redacted",
-    "<",
-    ">",
-    "${",
-    "{{",
-    "(",
-    "[",
-    "://",
+    "your_", "your-", "yourpass", "example", "placeholder", "xxxx", "****", "...", "redacted",
+    "<", ">", "${", "{{", "(", "[", "://",
 ];
 
 /// The lowercase word parts of a name: split at `_ - .` and at camelCase
@@ -195,7 +96,7 @@ pub fn secret_name(name: &str) -> bool {
     let Some(last) = parts.last() else {
         return false;
     };
-    if META_WORDS.contains(&last.as_str()) {
+    if META_WORDS.contains(&last.as_str()) || parts.iter().any(|p| MEASURES.contains(&p.as_str())) {
         return false;
     }
     parts.iter().enumerate().any(|(i, p)| {
@@ -209,7 +110,11 @@ pub fn secret_name(name: &str) -> bool {
 /// part of the value (`{token: abc123}` → `abc123`).
 pub fn literal_value(value: &str) -> Option<usize> {
     let v = value.trim_end_matches(['}', ')', ']', '.', ':']);
-    if v.chars().count() < 6 || placeholder_like(v) || code_like(v) {
+    if v.chars().count() < 6 || placeholder_like(value) || code_like(v) || line_ref(v) {
+        return None;
+    }
+    if v.parse::<f64>().is_ok() {
+        // 2.5e-06, 1e9, inf.
         return None;
     }
     if v.chars().all(|c| !c.is_alphabetic()) && v.chars().any(|c| c.is_ascii_digit()) {
@@ -280,6 +185,12 @@ fn code_like(v: &str) -> bool {
     v.contains('.') && v.split('.').all(ident)
 }
 
+/// `582:func…`: the line number and text of a `file:line:` grep hit.
+fn line_ref(v: &str) -> bool {
+    let digits = v.bytes().take_while(u8::is_ascii_digit).count();
+    digits > 0 && v.as_bytes().get(digits) == Some(&b':')
+}
+
 /// Long enough and varied enough to be a random key even without digits.
 fn random_looking(v: &str) -> bool {
     v.len() >= 16
@@ -338,6 +249,9 @@ mod tests {
             "passport",
             "authentication",
             "keys",
+            "input_cost_per_token",
+            "auth.go",
+            "device_auth.ts",
         ] {
             assert!(!secret_name(no), "{no}");
         }
@@ -387,6 +301,9 @@ mod tests {
             "abc12",
             "https://example.com/x",
             "undefined",
+            "2.5e-06",
+            "582:func",
+            "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9...",
         ] {
             assert_eq!(literal_value(no), None, "{no}");
         }

@@ -109,6 +109,7 @@ pub fn builtin() -> &'static [RuleInfo] {
     RULES
 }
 
+#[rustfmt::skip]
 static RULES: &[RuleInfo] = &[
     // ---- AI providers -------------------------------------------------
     rule("anthropic-api-key", Specific, "Anthropic API or admin key", "sk-ant-api03-<93+ base64url>",
@@ -375,14 +376,17 @@ static RULES: &[RuleInfo] = &[
     rule("authorization-header", Structured, "Credentials of an Authorization (Bearer, Basic, token) header, also in curl -H", "Authorization: Bearer <token>",
         &["authorization"],
         r"(?i)authorization\\?[\x22']?\s*[:=]\s*\\?[\x22']?(?:bearer|basic|token|bot|digest|negotiate)\s+(?P<secret>[A-Za-z0-9._~+/-]{8,}=*)")
-        .entropy(2.5),
+        .entropy(2.5)
+        .check(Check::Password),
     rule("bearer-token", Structured, "A Bearer token without its header name", "Bearer <20+ token chars>",
         &["bearer"],
-        r"(?i)(?-u:\b)bearer\s+(?P<secret>[A-Za-z0-9._~+/-]{20,}=*)").entropy(3.5),
+        r"(?i)(?-u:\b)bearer\s+(?P<secret>[A-Za-z0-9._~+/-]{20,}=*)").entropy(3.5)
+        .check(Check::Password),
     rule("api-key-header", Structured, "An API-key header (X-API-Key, Api-Key, Private-Token, X-Auth-Token)", "X-API-Key: <16+ token chars>",
         &["api-key", "private-token", "auth-token"],
         r"(?i)(?-u:\b)(?:x-api-key|api-key|x-auth-token|private-token)\\?[\x22']?\s*:\s*\\?[\x22']?(?P<secret>[A-Za-z0-9._~+/=-]{16,})")
-        .entropy(3.0),
+        .entropy(3.0)
+        .check(Check::Password),
     // ---- Generic -------------------------------------------------------
     rule("secret-assignment", Generic, "A literal value assigned to a name that says secret (.env, export, JSON, YAML, code)",
         "DB_PASSWORD=<literal>",
@@ -394,6 +398,8 @@ static RULES: &[RuleInfo] = &[
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use super::*;
 
     #[test]
@@ -406,7 +412,7 @@ mod tests {
 
     #[test]
     fn ids_are_unique_kebab_case_and_keywords_lowercase() {
-        let mut seen = std::collections::BTreeSet::new();
+        let mut seen = BTreeSet::new();
         for r in builtin() {
             assert!(seen.insert(r.id), "duplicate id {}", r.id);
             assert!(
@@ -429,10 +435,7 @@ mod tests {
 
     #[test]
     fn there_are_at_least_forty_specific_formats() {
-        let specific = builtin()
-            .iter()
-            .filter(|r| r.group == Group::Specific)
-            .count();
+        let specific = builtin().iter().filter(|r| r.group == Specific).count();
         assert!(specific >= 40, "{specific}");
     }
 }
