@@ -182,7 +182,9 @@ fn code_like(v: &str) -> bool {
             .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$')
             && cs.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
     };
-    v.contains('.') && v.split('.').all(ident)
+    // Random values can have dots too (`k0wKNudWMA.RZ4rp`); member
+    // access in code rarely has digits.
+    v.contains('.') && v.split('.').all(ident) && !v.bytes().any(|b| b.is_ascii_digit())
 }
 
 /// `582:func…`: the line number and text of a `file:line:` grep hit.

@@ -198,10 +198,10 @@ static RULES: &[RuleInfo] = &[
         .entropy(3.5),
     rule("supabase-token", Specific, "Supabase personal access token or secret key", "sbp_<40 hex>",
         &["sbp_", "sb_secret_"],
-        r"(?-u:\b)(?P<secret>sbp_[a-f0-9]{40}|sb_secret_[A-Za-z0-9_-]{24,})(?-u:\b)"),
+        r"(?-u:\b)(?P<secret>sbp_[a-f0-9]{40}(?-u:\b)|sb_secret_[A-Za-z0-9_-]{24,})"),
     rule("cloudflare-api-token", Specific, "Cloudflare API token or global key (near a cloudflare name)", "CLOUDFLARE_API_TOKEN=<40 base64url>",
         &["cloudflare", "cf_api"],
-        r#"(?i)(?:cloudflare|cf_api)[a-z0-9_.-]{0,30}\\?["']?\s*(?::=|=>|=|:)\s*\\?["']?(?P<secret>(?-i:[A-Za-z0-9_-]{37,40}))(?-u:\b)"#)
+        r#"(?i)(?:cloudflare|cf_api)[a-z0-9_.-]{0,30}\\?["']?\s*(?::=|=>|=|:)\s*\\?["']?(?P<secret>(?-i:[A-Za-z0-9_-]{37,40}))(?:[^A-Za-z0-9_-]|$)"#)
         .entropy(3.5),
     rule("netlify-token", Specific, "Netlify personal access token", "nfp_<36 base62>",
         &["nfp_"],
@@ -291,13 +291,13 @@ static RULES: &[RuleInfo] = &[
         r"(?-u:\b)(?P<secret>xapp-\d-[A-Z0-9]+-\d+-[a-z0-9]{32,})"),
     rule("slack-token", Specific, "Slack legacy, refresh, config or workspace token", "xoxe.xoxp-1-<base62>",
         &["xoxa-", "xoxr-", "xoxs-", "xoxo-", "xoxe"],
-        r"(?-u:\b)(?P<secret>(?:xoxe\.)?xox[arsoe]-(?:\d-)?[0-9A-Za-z-]{20,})"),
+        r"(?-u:\b)(?P<secret>(?:xoxe\.xox[bp]|xox[arsoe])-(?:\d-)?[0-9A-Za-z-]{20,})"),
     rule("slack-webhook-url", Specific, "Slack incoming webhook or workflow URL (the path after the host)", "https://hooks.slack.com/services/<T…>/<B…>/<24 base62>",
         &["hooks.slack.com"],
         r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<secret>[A-Za-z0-9_/+-]{20,})"),
     rule("discord-bot-token", Specific, "Discord bot token", "<base64 user id>.<6 base64url>.<27+ base64url>",
         &[],
-        r"(?-u:\b)(?P<secret>(?:M[TDjzQ]|N[DTjz]|O[DTA])[A-Za-z0-9_-]{21,24}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38})(?-u:\b)")
+        r"(?-u:\b)(?P<secret>(?:M[TDjzQ]|N[DTjz]|O[DTA])[A-Za-z0-9_-]{21,24}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38})(?:[^A-Za-z0-9_-]|$)")
         .entropy(4.0),
     rule("discord-webhook-url", Specific, "Discord webhook URL (its token)", "https://discord.com/api/webhooks/<digits>/<68 base64url>",
         &["/api/webhooks/"],
@@ -319,7 +319,7 @@ static RULES: &[RuleInfo] = &[
         r"(?:(?i:twilio)|AC[0-9a-f]{32})[^\n]{0,80}?(?-u:\b)(?P<secret>[0-9a-f]{32})(?-u:\b)").entropy(3.0),
     rule("sendgrid-api-key", Specific, "SendGrid API key", "SG.<22 base64url>.<43 base64url>",
         &["sg."],
-        r"(?-u:\b)(?P<secret>SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43})(?-u:\b)"),
+        r"(?-u:\b)(?P<secret>SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43})(?:[^A-Za-z0-9_-]|$)"),
     rule("mailgun-api-key", Specific, "Mailgun API key", "key-<32 hex>",
         &["key-"],
         r"(?-u:\b)(?P<secret>key-[0-9a-f]{32})(?-u:\b)"),
@@ -360,11 +360,11 @@ static RULES: &[RuleInfo] = &[
     rule("private-key", Structured, "PEM or OpenSSH private key block (real or \\n-escaped newlines); the body is replaced, the BEGIN/END lines stay",
         "-----BEGIN <kind> PRIVATE KEY-----<base64 lines>-----END <kind> PRIVATE KEY-----",
         &["private key"],
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:\\r|\\n|\s)*(?P<secret>(?:[A-Za-z0-9+/=:,._ -]|\\r|\\n|\s)*?[A-Za-z0-9+/=])(?:\\r|\\n|\s)*-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"),
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:\\{1,2}[rn]|\s)*(?P<secret>(?:[A-Za-z0-9+/=:,._ -]|\\{1,2}[rn]|\s)*?[A-Za-z0-9+/=])(?:\\{1,2}[rn]|\s)*-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"),
     rule("private-key-unterminated", Structured, "A private key block's body with no END line (a truncated paste)",
         "-----BEGIN <kind> PRIVATE KEY-----<64+ base64>",
         &["private key"],
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:\\r|\\n|\s)*(?P<secret>(?:[A-Za-z0-9+/=]|\\r|\\n|\s){63,}[A-Za-z0-9+/=])"),
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:\\{1,2}[rn]|\s)*(?P<secret>(?:[A-Za-z0-9+/=]|\\{1,2}[rn]|\s){63,}[A-Za-z0-9+/=])"),
     rule("url-password", Structured, "Password in a URL's user info (scheme, user and host stay)", "postgres://user:<password>@host/db",
         &["://"],
         r#"(?i)(?-u:\b)[a-z][a-z0-9+.-]{1,30}://[^\s:/@"'<>`\\]*:(?P<secret>[^\s:/@"'<>`\\]+)@[^\s/@"'<>`\\]"#)
@@ -392,7 +392,7 @@ static RULES: &[RuleInfo] = &[
         "DB_PASSWORD=<literal>",
         &["pass", "pwd", "secret", "token", "auth", "credential", "key"],
         r#"(?P<name>[A-Za-z0-9_.-]*(?i-u:pass|pwd|secret|token|auth|credential|key)[A-Za-z0-9_.-]*)\\?["']?[ \t]*(?::=|=>|=|:)[ \t]*\\?["'`]?(?P<secret>[^\s"'`,;\\]+)"#)
-        .entropy(2.5)
+        .entropy(2.2)
         .check(Check::Assignment),
 ];
 

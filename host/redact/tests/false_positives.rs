@@ -2,8 +2,9 @@
 //! shared corpus (real exports and agent sessions, and LoCoMo), and none
 //! on the shapes that look random but are not secrets.
 
-#[path = "support/corpus.rs"]
-mod corpus;
+mod support;
+
+use support::corpus;
 
 use chatmill_redact::{Config, Key, Redactor};
 
