@@ -3,12 +3,11 @@
 //! rule's keywords that tells, in a single pass over the text, which rules
 //! can match at all.
 
-use aho_corasick::{AhoCorasick, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use regex::Regex;
 
 use crate::Error;
 use crate::config::RuleSpec;
-use crate::placeholder::PREFIX;
 use crate::rules::{Check, Group, RuleInfo};
 
 /// A rule ready to run.
@@ -27,7 +26,7 @@ pub struct Compiled {
 }
 
 /// The keyword prefilter: pattern `i` of `automaton` is keyword `i`, which
-/// gates the rules `gates[i]`; the last pattern is the placeholder prefix.
+/// gates the rules `gates[i]`.
 #[derive(Debug)]
 pub struct Prefilter {
     pub automaton: AhoCorasick,
@@ -36,13 +35,6 @@ pub struct Prefilter {
     pub always: Vec<usize>,
     /// How many rules have keywords (so a scan can stop once all are on).
     pub gated: usize,
-}
-
-impl Prefilter {
-    /// The pattern id of the placeholder prefix.
-    pub fn placeholder_pattern(&self) -> usize {
-        self.gates.len()
-    }
 }
 
 pub fn builtin_rule(info: &RuleInfo) -> Result<Compiled, Error> {
@@ -128,7 +120,8 @@ fn compiled(
 }
 
 /// Builds the automaton over every distinct keyword (lowercased) of
-/// `keywords[rule]`, plus the placeholder prefix as the last pattern.
+/// `keywords[rule]`. A DFA: it scans ~3x faster than the default NFA for
+/// this many patterns, and the keywords are short, so it stays small.
 pub fn prefilter(keywords: &[Vec<String>]) -> Result<Prefilter, Error> {
     let mut words: Vec<String> = Vec::new();
     let mut gates: Vec<Vec<usize>> = Vec::new();
@@ -148,12 +141,11 @@ pub fn prefilter(keywords: &[Vec<String>]) -> Result<Prefilter, Error> {
             }
         }
     }
-    let mut patterns = words;
-    patterns.push(PREFIX.to_ascii_lowercase());
     let automaton = AhoCorasick::builder()
         .ascii_case_insensitive(true)
         .match_kind(MatchKind::Standard)
-        .build(&patterns)
+        .kind(Some(AhoCorasickKind::DFA))
+        .build(&words)
         .map_err(|e| Error::Prefilter(e.to_string()))?;
     let gated = keywords.len() - always.len();
     Ok(Prefilter {

@@ -160,31 +160,27 @@ impl Redactor {
     }
 
     /// Which rules can match `text` (by their keywords), and whether it
-    /// holds a placeholder prefix.
+    /// holds a placeholder prefix. The scan stops once every gated rule is
+    /// on.
     fn live_rules(&self, text: &str) -> (RuleBits, bool) {
         let mut live = RuleBits::new(self.rules.len());
         for &r in &self.prefilter.always {
             live.set(r);
         }
         let mut gated_on = 0;
-        let mut has_placeholders = false;
-        let placeholder_pattern = self.prefilter.placeholder_pattern();
         for m in self.prefilter.automaton.find_overlapping_iter(text) {
-            let p = m.pattern().as_usize();
-            if p == placeholder_pattern {
-                has_placeholders = true;
-                continue;
-            }
-            for &r in &self.prefilter.gates[p] {
+            for &r in &self.prefilter.gates[m.pattern().as_usize()] {
                 if !live.get(r) {
                     live.set(r);
                     gated_on += 1;
                 }
             }
-            if gated_on == self.prefilter.gated && has_placeholders {
+            if gated_on == self.prefilter.gated {
                 break;
             }
         }
+        let has_placeholders =
+            memchr::memmem::find(text.as_bytes(), placeholder::PREFIX.as_bytes()).is_some();
         (live, has_placeholders)
     }
 
@@ -195,7 +191,10 @@ impl Redactor {
             let Some(m) = caps.get(rule.secret) else {
                 continue;
             };
-            let name = rule.name.and_then(|i| caps.get(i)).map(|n| n.as_str());
+            let name = rule
+                .name
+                .and_then(|i| caps.get(i))
+                .map(|n| whole_name(text, n.range()));
             let Some(len) = accept(rule, name, m.as_str()) else {
                 continue;
             };
@@ -229,6 +228,18 @@ fn accept(rule: &Compiled, name: Option<&str>, secret: &str) -> Option<usize> {
         return None;
     }
     Some(len)
+}
+
+/// The name that ends at `name.end`: `name` extended back over the
+/// characters of a name (`DB_` before `PASSWORD`).
+fn whole_name(text: &str, name: Range<usize>) -> &str {
+    let before = &text.as_bytes()[..name.start];
+    let extra = before
+        .iter()
+        .rev()
+        .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+        .count();
+    &text[name.start - extra..name.end]
 }
 
 fn overlaps(a: &Range<usize>, b: &Range<usize>) -> bool {

@@ -43,8 +43,9 @@ pub enum Group {
 pub enum Check {
     /// None: the regex (and entropy) decide.
     None,
-    /// The pattern's `name` group must look like a secret's name and the
-    /// `secret` must look like a literal value (see `generic.rs`).
+    /// The pattern's `name` group (extended back over `[A-Za-z0-9_.-]`)
+    /// must look like a secret's name and the `secret` must look like a
+    /// literal value (see `generic.rs`).
     Assignment,
     /// The `secret` must not be a placeholder, variable or template
     /// (`${PASS}`, `<password>`, `****`): for URL and connection-string
@@ -315,7 +316,9 @@ static RULES: &[RuleInfo] = &[
         &["sk"],
         r"(?-u:\b)(?P<secret>SK[0-9a-f]{32})(?-u:\b)"),
     rule("twilio-auth-token", Specific, "Twilio auth token (32 hex after a twilio name or an AC account SID)", "TWILIO_AUTH_TOKEN=<32 hex>",
-        &["twilio", "ac"],
+        // No keywords: "ac" occurs everywhere, and the regex's own literal
+        // search (for `twilio` and `AC`) is faster than gating it.
+        &[],
         r"(?:(?i:twilio)|AC[0-9a-f]{32})[^\n]{0,80}?(?-u:\b)(?P<secret>[0-9a-f]{32})(?-u:\b)").entropy(3.0),
     rule("sendgrid-api-key", Specific, "SendGrid API key", "SG.<22 base64url>.<43 base64url>",
         &["sg."],
@@ -388,10 +391,17 @@ static RULES: &[RuleInfo] = &[
         .entropy(3.0)
         .check(Check::Password),
     // ---- Generic -------------------------------------------------------
+    // The name's secret word is spelled lower, Capitalised or UPPER (not
+    // `(?i)`): the regex's literal search then stays fast, and names are
+    // written so. A lowercase letter right after the word ends the match
+    // (`tokens`, `author`, `keyboard`, `passport` are not names of secrets).
+    // The `name` group starts at the secret word; the redactor extends it
+    // back over name characters (`DB_` of `DB_PASSWORD`), which is cheaper
+    // than a regex that must guess where a name starts.
     rule("secret-assignment", Generic, "A literal value assigned to a name that says secret (.env, export, JSON, YAML, code)",
         "DB_PASSWORD=<literal>",
         &["pass", "pwd", "secret", "token", "auth", "credential", "key"],
-        r#"(?P<name>[A-Za-z0-9_.-]*(?i-u:pass|pwd|secret|token|auth|credential|key)[A-Za-z0-9_.-]*)\\?["']?[ \t]*(?::=|=>|=|:)[ \t]*\\?["'`]?(?P<secret>[^\s"'`,;\\]+)"#)
+        r#"(?P<name>(?:pass|Pass|PASS|password|Password|PASSWORD|passwd|Passwd|PASSWD|passphrase|Passphrase|PASSPHRASE|pwd|Pwd|PWD|secret|Secret|SECRET|token|Token|TOKEN|auth|Auth|AUTH|credentials?|Credentials?|CREDENTIALS?|key|Key|KEY)(?:[_.-][A-Za-z0-9_.-]*|[A-Z0-9][A-Za-z0-9_.-]*)?)\\?["']?[ \t]*(?::=|=>|=|:)[ \t]*\\?["'`]?(?P<secret>[^\s"'`,;\\]+)"#)
         .entropy(2.2)
         .check(Check::Assignment),
 ];
