@@ -246,3 +246,23 @@ fn min_entropy_drops_look_alikes() {
     assert!(r.find("PASSWORD=aaaa1111").is_empty());
     assert_eq!(r.find("PASSWORD=hunter2-changeme").len(), 1);
 }
+
+#[test]
+fn fallback_rules_find_a_bare_bearer_token_and_a_cut_off_key() {
+    let mut rng = Rng::new(8);
+    let r = redactor();
+    let token = rng.from(support::planted::B64URL, 40);
+    let found = r.find(&format!("then send it as Bearer {token} in the header"));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].rule, "bearer-token");
+    let body: String = (0..3)
+        .map(|_| format!("{}\n", rng.from(support::planted::B64, 64)))
+        .collect();
+    let cut = format!("-----BEGIN RSA PRIVATE KEY-----\n{body}... (truncated)");
+    let out = r.redact(&cut).text.into_owned();
+    assert!(
+        out.starts_with("-----BEGIN RSA PRIVATE KEY-----\n[REDACTED:private-key-unterminated:"),
+        "{out}"
+    );
+    assert!(support::planted::leaks(&body, &out).is_empty(), "{out}");
+}
