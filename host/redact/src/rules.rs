@@ -368,9 +368,11 @@ static RULES: &[RuleInfo] = &[
         "-----BEGIN <kind> PRIVATE KEY-----<64+ base64>",
         &["private key"],
         r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:\\{1,2}[rn]|\s)*(?P<secret>(?:[A-Za-z0-9+/=]|\\{1,2}[rn]|\s){63,}[A-Za-z0-9+/=])"),
+    // The password runs to the last `@` before the host (an unencoded `@`
+    // or `:` in it is common in pasted URLs); a `/` ends it.
     rule("url-password", Structured, "Password in a URL's user info (scheme, user and host stay)", "postgres://user:<password>@host/db",
         &["://"],
-        r#"(?i)(?-u:\b)[a-z][a-z0-9+.-]{1,30}://[^\s:/@"'<>`\\]*:(?P<secret>[^\s:/@"'<>`\\]+)@[^\s/@"'<>`\\]"#)
+        r#"(?i)(?-u:\b)[a-z][a-z0-9+.-]{1,30}://[^\s:/@"'<>`\\]*:(?P<secret>[^\s/"'<>`\\]+)@[^\s/@"'<>`\\]"#)
         .check(Check::Password),
     rule("connection-string-password", Structured, "Password in an ADO/JDBC-style connection string", "Server=host;User Id=app;Password=<password>;",
         &["password", "pwd"],

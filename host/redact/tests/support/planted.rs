@@ -410,7 +410,7 @@ fn gcp_key(r: &mut Rng) -> Sample {
 /// Structured secrets: JWTs, private key blocks (real and `\n`-escaped
 /// newlines), URL and connection-string passwords, auth headers.
 pub fn structured(r: &mut Rng) -> Vec<Sample> {
-    let pw = password(r);
+    let pw = url_encoded(&password(r));
     let kind = r.pick(&["RSA ", "EC ", "OPENSSH ", "", "ENCRYPTED "]);
     let body = key_body(r, 12, "\n");
     let pem = format!("-----BEGIN {kind}PRIVATE KEY-----\n{body}\n-----END {kind}PRIVATE KEY-----");
@@ -451,13 +451,13 @@ pub fn structured(r: &mut Rng) -> Vec<Sample> {
         ),
         line(
             "url-password",
-            password(r),
+            url_encoded(&password(r)),
             "mongodb+srv://admin:",
             "@cluster0.abcde.mongodb.net/test?retryWrites=true",
         ),
         line(
             "url-password",
-            password(r),
+            url_encoded(&password(r)),
             "redis://:",
             "@cache.internal:6379/0",
         ),
@@ -486,7 +486,16 @@ pub fn structured(r: &mut Rng) -> Vec<Sample> {
 /// A password as people and generators make them: starts with a letter,
 /// has a digit, may have symbols that need no quoting.
 pub fn password(r: &mut Rng) -> String {
-    match r.below(3) {
+    match r.below(4) {
+        3 => format!(
+            "{}{}{}",
+            r.from(LETTERS, 1),
+            r.from(DIGITS, 1),
+            r.from(
+                "abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789$@%&:/?!#",
+                15
+            )
+        ),
         0 => format!(
             "{}{}{}",
             r.from(LETTERS, 1),
@@ -510,6 +519,18 @@ pub fn password(r: &mut Rng) -> String {
         }
         _ => r.from(B62, 24),
     }
+}
+
+/// `pw` as a URL's user info must carry it: `/ ? # [ ] %` percent-encoded.
+/// `@` and `:` stay raw, as pasted URLs often have them (the rule takes
+/// the password to the last `@` before the host).
+fn url_encoded(pw: &str) -> String {
+    pw.chars()
+        .map(|c| match c {
+            '/' | '?' | '#' | '[' | ']' | '%' => format!("%{:02X}", c as u32),
+            c => c.to_string(),
+        })
+        .collect()
 }
 
 /// Names of generic secret assignments.
