@@ -5,7 +5,7 @@
 //! counted as unparsable, and the measured scores and exit code stay as
 //! they were.
 
-#[path = "../../host/pipeline/tests/support/llama.rs"]
+#[path = "../../host/chunking/tests/support/llama.rs"]
 mod llama;
 
 use crate::support::{Env, chatgpt_export};

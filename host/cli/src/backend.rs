@@ -11,7 +11,7 @@ use chatmill_index::{
 };
 use serde::Deserialize;
 
-use chatmill_pipeline::root::Root;
+use chatmill_root::root::Root;
 
 use crate::command_error::CliError;
 use crate::render;

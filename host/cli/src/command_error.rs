@@ -15,7 +15,7 @@ use std::process::ExitCode;
 
 use chatmill_pipeline::backfill::BackfillError;
 use chatmill_pipeline::import::ImportError;
-use chatmill_pipeline::manifest::ManifestError;
+use chatmill_root::manifest::ManifestError;
 use chatmill_runtime::{AdapterError, SelectError};
 
 /// Bad arguments or configuration (exit 2), or a command that ran and
@@ -269,7 +269,7 @@ mod tests {
 
     #[test]
     fn a_locked_root_is_a_failure_with_a_retry_hint_not_a_usage_error() {
-        let lock = chatmill_pipeline::lock::LockError::Busy(Duration::from_secs(600));
+        let lock = chatmill_root::lock::LockError::Busy(Duration::from_secs(600));
         let e = CliError::from(ImportError::Lock(lock));
         assert_eq!(e.kind, Kind::Failed);
         assert!(e.hints[0].contains("run again"), "{:?}", e.hints);

@@ -26,7 +26,7 @@ pub struct Config {
     pub root: Option<PathBuf>,
     /// A header model (any OpenAI-compatible endpoint); absent: the
     /// built-in extractive writer.
-    pub header: Option<chatmill_pipeline::llm::LlmConfig>,
+    pub header: Option<chatmill_chunking::llm::LlmConfig>,
     /// The embedding model (default: the local all-MiniLM-L6-v2).
     pub embedding: crate::backend::EmbeddingConfig,
     /// The index store (default: the embedded SQLite file).
@@ -61,7 +61,7 @@ impl Config {
 
 pub struct Context {
     pub root: PathBuf,
-    pub header: Option<chatmill_pipeline::llm::LlmConfig>,
+    pub header: Option<chatmill_chunking::llm::LlmConfig>,
     pub embedding: crate::backend::EmbeddingConfig,
     pub index: crate::backend::IndexConfig,
     pub adapters_dir: PathBuf,

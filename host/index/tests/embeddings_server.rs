@@ -4,7 +4,7 @@
 //! this checks the wire protocol, batching, order and normalization — the
 //! retrieval quality of the default embedder is measured on LoCoMo.
 
-#[path = "../../pipeline/tests/support/llama.rs"]
+#[path = "../../chunking/tests/support/llama.rs"]
 mod llama;
 
 use chatmill_index::{Embedder, RemoteConfig, RemoteEmbedder};

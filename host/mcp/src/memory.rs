@@ -8,10 +8,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use chatmill_index::{Filter, Hit, Index, Mode, SearchRequest, WeightedQuery};
-use chatmill_pipeline::chunk_store::{ChunkStore, Scanned};
 use chatmill_pipeline::inline::{Ack, InlineError, InlineWriter, Turn};
-use chatmill_pipeline::manifest::Manifest;
-use chatmill_pipeline::root::Root;
+use chatmill_root::chunk_store::{ChunkStore, Scanned};
+use chatmill_root::manifest::Manifest;
+use chatmill_root::root::Root;
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -77,7 +77,7 @@ pub enum MemoryError {
     #[error(transparent)]
     Index(#[from] chatmill_index::IndexError),
     #[error(transparent)]
-    Manifest(#[from] chatmill_pipeline::manifest::ManifestError),
+    Manifest(#[from] chatmill_root::manifest::ManifestError),
     #[error(transparent)]
     Inline(#[from] InlineError),
 }

@@ -28,11 +28,11 @@ use std::path::{Path, PathBuf};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::time::Instant;
 
-use chatmill_pipeline::chunker::ChunkerConfig;
-use chatmill_pipeline::header::ExtractiveWriter;
+use chatmill_chunking::chunker::ChunkerConfig;
+use chatmill_chunking::header::ExtractiveWriter;
+use chatmill_chunking::render::RenderOptions;
 use chatmill_pipeline::import::{self, ImportOptions, Services};
 use chatmill_pipeline::processor::ProcessorConfig;
-use chatmill_pipeline::render::RenderOptions;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 

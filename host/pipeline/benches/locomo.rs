@@ -34,15 +34,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
+use chatmill_chunking::header::ExtractiveWriter;
 use chatmill_index::minilm::Precision;
 use chatmill_index::{
     Cached, ChunkRecord, Embedder, Filter, Hit, Index, Indexer, Lexical, MiniLm, Mode,
     SearchRequest, SqliteStore, StaticModel, minilm,
 };
 use chatmill_model::{Conversation, Pair, Part};
-use chatmill_pipeline::header::ExtractiveWriter;
-use chatmill_pipeline::manifest::Manifest;
 use chatmill_pipeline::processor::{Naming, Processor, ProcessorConfig};
+use chatmill_root::manifest::Manifest;
 use chrono::{NaiveDateTime, TimeZone, Utc};
 use serde_json::Value;
 

@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 use chatmill_index::Indexer;
 use serde::{Deserialize, Serialize};
 
-use crate::chunk::ChunkDoc;
-use crate::header::{HeaderInput, HeaderWriter};
 use crate::processor::HEADER_STATUS;
-use crate::record::index_record;
+use chatmill_chunking::header::{HeaderInput, HeaderWriter};
+use chatmill_root::chunk::ChunkDoc;
+use chatmill_root::record::index_record;
 
 /// The queue file, relative to the root.
 
@@ -40,7 +40,7 @@ pub enum BackfillError {
 
 impl Queue {
     pub fn load(root: &Path) -> Result<Self, BackfillError> {
-        let path = crate::root::Root::new(root).backfill_queue();
+        let path = chatmill_root::root::Root::new(root).backfill_queue();
         let mut q: Queue = match fs_err::read_to_string(&path) {
             Ok(text) => serde_json::from_str(&text).map_err(|e| BackfillError::Queue {
                 path: path.clone(),
@@ -67,7 +67,7 @@ impl Queue {
             fs_err::create_dir_all(dir).map_err(|e| err(e.to_string()))?;
         }
         let json = serde_json::to_vec_pretty(self).map_err(|e| err(e.to_string()))?;
-        crate::atomic::write_durable(&self.path, &json).map_err(|e| err(e.to_string()))
+        chatmill_root::atomic::write_durable(&self.path, &json).map_err(|e| err(e.to_string()))
     }
 
     pub fn len(&self) -> usize {
@@ -109,12 +109,12 @@ pub fn step(
     lock_timeout: std::time::Duration,
     skip: &std::collections::HashSet<String>,
 ) -> Result<Option<(String, bool)>, BackfillError> {
-    let lock_err = |e: crate::lock::LockError| BackfillError::Queue {
-        path: crate::root::Root::new(root).backfill_queue(),
+    let lock_err = |e: chatmill_root::lock::LockError| BackfillError::Queue {
+        path: chatmill_root::root::Root::new(root).backfill_queue(),
         message: e.to_string(),
     };
     let entry = {
-        let _lock = crate::lock::RootLock::acquire(root, lock_timeout).map_err(lock_err)?;
+        let _lock = chatmill_root::lock::RootLock::acquire(root, lock_timeout).map_err(lock_err)?;
         let q = Queue::load(root)?;
         match q.entries.into_iter().find(|e| !skip.contains(&e.chunk_id)) {
             Some(e) => e,
@@ -122,7 +122,7 @@ pub fn step(
         }
     };
     let asked = ask(root, &entry, writer);
-    let _lock = crate::lock::RootLock::acquire(root, lock_timeout).map_err(lock_err)?;
+    let _lock = chatmill_root::lock::RootLock::acquire(root, lock_timeout).map_err(lock_err)?;
     let mut q = Queue::load(root)?;
     let done = match asked {
         Asked::Gone => true,
@@ -140,7 +140,7 @@ pub fn step(
 }
 
 enum Asked {
-    Header(crate::header::Header),
+    Header(chatmill_chunking::header::Header),
     Again,
     Gone,
 }
@@ -193,7 +193,7 @@ fn ask(root: &Path, entry: &Entry, writer: &dyn HeaderWriter) -> Asked {
 fn apply(
     root: &Path,
     entry: &Entry,
-    header: crate::header::Header,
+    header: chatmill_chunking::header::Header,
     indexer: Option<&dyn Indexer>,
 ) -> bool {
     let path = root.join(&entry.path);
@@ -209,7 +209,7 @@ fn apply(
     let Ok(new_text) = doc.to_markdown() else {
         return false;
     };
-    if crate::atomic::write_durable(&path, new_text.as_bytes()).is_err() {
+    if chatmill_root::atomic::write_durable(&path, new_text.as_bytes()).is_err() {
         return false;
     }
     if let Some(ix) = indexer
@@ -224,8 +224,8 @@ fn apply(
     // The conversation's note quotes the header; `chatmill verify --repair`
     // writes one that could not be written now.
     let fm = &doc.frontmatter;
-    let root = crate::root::Root::new(root);
-    if let Err(e) = crate::notes::rewrite(&root, &fm.source_platform, &fm.conversation_id) {
+    let root = chatmill_root::root::Root::new(root);
+    if let Err(e) = chatmill_root::notes::rewrite(&root, &fm.source_platform, &fm.conversation_id) {
         tracing::warn!("{e}");
     }
     true

@@ -33,13 +33,13 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::backfill::Queue;
-use crate::chunk_store::ChunkStore;
-use crate::header::{HeaderWriter, Previous};
-use crate::lock::{LockError, RootLock};
-use crate::manifest::{Manifest, ManifestError, conversation_key, stamp};
 use crate::processor::{Naming, ProcessError, Processor, ProcessorConfig, Written};
-use crate::root::Root;
-use crate::title::names_conversation;
+use chatmill_chunking::header::{HeaderWriter, Previous};
+use chatmill_chunking::title::names_conversation;
+use chatmill_root::chunk_store::ChunkStore;
+use chatmill_root::lock::{LockError, RootLock};
+use chatmill_root::manifest::{Manifest, ManifestError, conversation_key, stamp};
+use chatmill_root::root::Root;
 
 /// One finished exchange.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -142,7 +142,7 @@ struct Session {
     raw_turn: u32,
     previous: Option<Previous>,
     /// The request its derived title is made from, as a batch import of its
-    /// raw log chooses it ([`crate::title::of_requests`]): the first that is
+    /// raw log chooses it ([`chatmill_chunking::title::of_requests`]): the first that is
     /// more than a greeting (`named`), else the first.
     first_request: Option<String>,
     named: bool,
@@ -371,7 +371,7 @@ impl InlineWriter {
         }
         std::thread::scope(|scope| {
             scope.spawn(|| {
-                if let Err(e) = crate::atomic::sync(&self.root) {
+                if let Err(e) = chatmill_root::atomic::sync(&self.root) {
                     tracing::debug!("early sync of the chunk files: {e}");
                 }
             });
@@ -505,7 +505,7 @@ impl InlineWriter {
         }
     }
 
-    /// The notes of the sessions that got chunks ([`crate::notes`]), named
+    /// The notes of the sessions that got chunks ([`chatmill_root::notes`]), named
     /// in the manifest before it is saved. A note that cannot be written is
     /// logged and left to `chatmill verify`; the turn is answered.
     fn refresh_notes(&mut self, steps: &[Step]) {
@@ -519,7 +519,7 @@ impl InlineWriter {
         }
         let root = Root::new(&self.root);
         for (key, files) in new {
-            if let Err(e) = crate::notes::refresh(&root, &mut self.manifest, &key, &files) {
+            if let Err(e) = chatmill_root::notes::refresh(&root, &mut self.manifest, &key, &files) {
                 tracing::warn!("{e}");
             }
         }
@@ -754,7 +754,7 @@ fn answers(steps: Vec<Step>) -> Vec<Result<Ack, InlineError>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::header::ExtractiveWriter;
+    use chatmill_chunking::header::ExtractiveWriter;
 
     fn turn(i: u32, user: &str) -> Turn {
         Turn {

@@ -1,33 +1,15 @@
-//! chatmill's processing pipeline, shared by batch import ([`import`]) and
-//! inline mode ([`inline`]): how a conversation's pairs become chunks
-//! ([`chunker`]), how message parts are rendered as Markdown ([`render`]),
-//! how contextual headers and topics are written ([`header`], [`llm`]), what
-//! a chunk file looks like and how it is identified ([`chunk`]), and how
-//! files, manifest and index are kept in step ([`processor`], [`manifest`],
-//! [`verify`], [`backfill`], [`lock`]).
+//! chatmill's drivers: batch import ([`import`]), inline mode
+//! ([`inline`]), header backfill ([`backfill`]) and the root's check
+//! ([`verify`]). Each turns conversations into chunk files with the
+//! [`processor`] (chunk-making from `chatmill-chunking`, files, manifest and
+//! notes from `chatmill-root`) and commits them to the index through a
+//! [`sink`].
 //!
-//! Nothing here prints. Only [`llm`] touches the network (the configured
-//! header model).
+//! Nothing here prints.
 
-pub mod assets;
-pub mod atomic;
 pub mod backfill;
-pub mod chunk;
-pub mod chunk_store;
-pub mod chunker;
-pub mod header;
 pub mod import;
 pub mod inline;
-pub mod inventory;
-pub mod known_files;
-pub mod llm;
-pub mod lock;
-pub mod manifest;
-pub mod notes;
 pub mod processor;
-pub mod record;
-pub mod render;
-pub mod root;
 pub mod sink;
-pub mod title;
 pub mod verify;

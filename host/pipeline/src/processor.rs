@@ -11,14 +11,16 @@ use chatmill_index::ChunkRecord;
 use chatmill_model::{Conversation, Pair};
 use chrono::{DateTime, SecondsFormat, Utc};
 
-use crate::atomic::Folder;
-use crate::chunk::{ChunkDoc, ChunkError, Exchange, Frontmatter, chunk_id, turn_range};
-use crate::chunk_store::Scanned;
-use crate::chunker::{ChunkerConfig, CoverageError, PairText, Plan, PlannedChunk, plan};
-use crate::header::{HeaderError, HeaderInput, HeaderWriter, Previous};
-use crate::manifest::{Excluded, InputPairs, Manifest, conversation_key};
-use crate::record::index_record;
-use crate::render::{RenderOptions, plain_text, render_parts};
+use chatmill_chunking::chunker::{
+    ChunkerConfig, CoverageError, PairText, Plan, PlannedChunk, plan,
+};
+use chatmill_chunking::header::{HeaderError, HeaderInput, HeaderWriter, Previous};
+use chatmill_chunking::render::{RenderOptions, plain_text, render_parts};
+use chatmill_root::atomic::Folder;
+use chatmill_root::chunk::{ChunkDoc, ChunkError, Exchange, Frontmatter, chunk_id, turn_range};
+use chatmill_root::chunk_store::Scanned;
+use chatmill_root::manifest::{Excluded, InputPairs, Manifest, conversation_key};
+use chatmill_root::record::index_record;
 
 /// Frontmatter keys adapters' metadata may not override. The runtime drops
 /// and reports them already; kept here too, as the last line before YAML.
@@ -108,7 +110,7 @@ pub struct Prepared {
     exclusions: Vec<Excluded>,
     /// A conversation chunked for the first time: its note, rendered here
     /// from the chunks as written.
-    note: Option<crate::notes::Ready>,
+    note: Option<chatmill_root::notes::Ready>,
     /// The chunk files, when a staging processor wrote them as temp files.
     staged: Option<Staged>,
 }
@@ -120,8 +122,8 @@ impl Prepared {
     }
 
     /// The note of a conversation chunked for the first time, taken out to
-    /// be named and written at its commit ([`crate::notes::Notes::write_ready`]).
-    pub fn take_note(&mut self) -> Option<crate::notes::Ready> {
+    /// be named and written at its commit ([`chatmill_root::notes::Notes::write_ready`]).
+    pub fn take_note(&mut self) -> Option<chatmill_root::notes::Ready> {
         self.note.take()
     }
 
@@ -470,7 +472,7 @@ impl<'a> Processor<'a> {
             .map(|&(pos, why)| Excluded {
                 pair: c.fresh[pos].index,
                 reason: match why {
-                    crate::chunker::Exclusion::Mechanical => "mechanical".into(),
+                    chatmill_chunking::chunker::Exclusion::Mechanical => "mechanical".into(),
                 },
                 request: c.texts[pos].user.chars().take(80).collect(),
             })
@@ -493,7 +495,9 @@ impl<'a> Processor<'a> {
                 }
             }
         }
-        let note = to.entries.and_then(|e| crate::notes::Ready::new(&key, &e));
+        let note = to
+            .entries
+            .and_then(|e| chatmill_root::notes::Ready::new(&key, &e));
         let staged = match to.folder {
             Some(folder) if self.staging => Some(Staged {
                 folder,
@@ -549,7 +553,7 @@ impl<'a> Processor<'a> {
         let common = if independent {
             let prompts: Vec<String> = fresh.iter().map(|p| plain_text(&p.user)).collect();
             let prompts: Vec<&str> = prompts.iter().map(String::as_str).collect();
-            crate::header::common_terms(&prompts)
+            chatmill_chunking::header::common_terms(&prompts)
         } else {
             Vec::new()
         };
@@ -584,7 +588,7 @@ impl<'a> Processor<'a> {
         let before = c.conv.pairs.iter().rfind(|p| p.index <= seen)?;
         let request = plain_text(&before.user);
         Some(Previous {
-            topics: crate::header::topics(
+            topics: chatmill_chunking::header::topics(
                 c.conv.title.as_deref(),
                 &request,
                 &render_parts(&before.assistant, self.cfg.render),
@@ -669,21 +673,21 @@ impl<'a> Processor<'a> {
         Ok(Some((written, next)))
     }
 
-    /// A chunk's title, and whether it is derived ([`crate::title`]): the
+    /// A chunk's title, and whether it is derived ([`chatmill_chunking::title`]): the
     /// source's, else a phrase from the conversation's first request (of
     /// independent pairs, the chunk's own first request).
     fn title(&self, c: &Chunking<'_>, first: &Pair) -> (Option<String>, bool) {
         if let Some(t) = &c.conv.title {
             return (Some(t.clone()), false);
         }
-        use crate::title::derived;
+        use chatmill_chunking::title::derived;
         let title = match (&self.first_request, c.independent) {
             (_, true) => derived(&plain_text(&first.user)),
             (Some(r), false) => derived(r),
             // The first request that is more than a greeting and has words.
-            (None, false) => {
-                crate::title::of_requests(c.conv.pairs.iter().map(|p| plain_text(&p.user)))
-            }
+            (None, false) => chatmill_chunking::title::of_requests(
+                c.conv.pairs.iter().map(|p| plain_text(&p.user)),
+            ),
         };
         let is_derived = title.is_some();
         (title, is_derived)
@@ -700,7 +704,7 @@ impl<'a> Processor<'a> {
         exchanges: &[Exchange],
         range: &str,
         previous: &Option<Previous>,
-    ) -> Result<crate::header::Header, ProcessError> {
+    ) -> Result<chatmill_chunking::header::Header, ProcessError> {
         let assistant: Vec<&str> = exchanges.iter().map(|e| e.assistant.as_str()).collect();
         self.header
             .write(&HeaderInput {
@@ -808,7 +812,7 @@ impl Chunking<'_> {
         match &planned.part {
             Some((_, _, text)) => vec![Exchange {
                 user: self.texts[planned.pairs[0]].user.clone(),
-                assistant: crate::render::part_with_footnotes(
+                assistant: chatmill_chunking::render::part_with_footnotes(
                     text,
                     &self.texts[planned.pairs[0]].assistant,
                 ),
@@ -825,7 +829,7 @@ impl Chunking<'_> {
                         )
                     })
                     .collect();
-                let answers = crate::render::answers_numbered_on(&answers, self.render);
+                let answers = chatmill_chunking::render::answers_numbered_on(&answers, self.render);
                 planned
                     .pairs
                     .iter()
@@ -843,9 +847,9 @@ impl Chunking<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::header::ExtractiveWriter;
-    use crate::manifest::ConversationRecord;
+    use chatmill_chunking::header::ExtractiveWriter;
     use chatmill_model::{Pair, Part};
+    use chatmill_root::manifest::ConversationRecord;
     use std::path::Path;
 
     fn pair(index: u32, user: &str, assistant: &str) -> Pair {

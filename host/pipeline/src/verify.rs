@@ -11,22 +11,11 @@ use chatmill_index::Indexer;
 use chrono::DateTime;
 use serde::Serialize;
 
-pub use crate::chunk_store::Scanned;
-use crate::chunk_store::{ChunkStore, reindex_from_files};
-use crate::manifest::{MANIFEST_FILE, Manifest, conversation_key};
+pub use chatmill_root::chunk_store::Scanned;
+use chatmill_root::chunk_store::{ChunkStore, reindex_from_files};
+use chatmill_root::manifest::{MANIFEST_FILE, Manifest, conversation_key};
 
-/// One thing that is wrong.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Problem {
-    /// `unparsable`, `invalid-field`, `duplicate-id`, `missing-file`,
-    /// `not-in-manifest`, `not-indexed`, `orphan-in-index`, `manifest`,
-    /// `index`, `asset-missing`, `asset-changed`, `note-missing`,
-    /// `note-outdated`, `note-orphan`.
-    pub kind: &'static str,
-    /// The chunk file or chunk id concerned.
-    pub subject: String,
-    pub message: String,
-}
+pub use chatmill_root::problem::Problem;
 
 /// The kind of the problem of an index whose metadata predates a field
 /// (`Indexer::metadata_outdated`): `--repair` (or the next import)
@@ -134,15 +123,15 @@ pub fn run(root: &Path, indexer: Option<&dyn Indexer>, repair: bool) -> std::io:
     report.chunk_files = chunks.len() as u32;
     let by_id = unique(&chunks, &mut report.problems);
     let on_disk: BTreeSet<&str> = by_id.keys().copied().collect();
-    let manifest_path = crate::root::Root::new(root).manifest();
+    let manifest_path = chatmill_root::root::Root::new(root).manifest();
     let manifest = check_manifest(&manifest_path, &by_id, &on_disk, &mut report);
     if let Some(m) = &manifest {
         let texts = chunks.iter().map(|s| (s.rel.as_str(), s.text.as_str()));
-        for (kind, subject, message) in crate::assets::check(root, m, texts) {
+        for (kind, subject, message) in chatmill_root::assets::check(root, m, texts) {
             push(&mut report.problems, kind, &subject, message);
         }
-        let root = crate::root::Root::new(root);
-        for (kind, subject, message) in crate::notes::check(&root, m, &by_id) {
+        let root = chatmill_root::root::Root::new(root);
+        for (kind, subject, message) in chatmill_root::notes::check(&root, m, &by_id) {
             push(&mut report.problems, kind, &subject, message);
         }
     }
@@ -164,10 +153,12 @@ pub fn run(root: &Path, indexer: Option<&dyn Indexer>, repair: bool) -> std::io:
         .filter(|p| matches!(p.kind, "unparsable" | "invalid-field" | "duplicate-id"))
         .collect();
     let texts = chunks.iter().map(|s| (s.rel.as_str(), s.text.as_str()));
-    for (kind, subject, message) in crate::assets::check(root, &m, texts) {
+    for (kind, subject, message) in chatmill_root::assets::check(root, &m, texts) {
         push(&mut report.problems, kind, &subject, message);
     }
-    for (kind, subject, message) in crate::notes::check(&crate::root::Root::new(root), &m, &by_id) {
+    for (kind, subject, message) in
+        chatmill_root::notes::check(&chatmill_root::root::Root::new(root), &m, &by_id)
+    {
         push(&mut report.problems, kind, &subject, message);
     }
     report.manifest_chunks = m.chunk_count() as u32;
@@ -322,7 +313,7 @@ fn repair_manifest(
         }
     }
     let root = path.parent().unwrap_or(Path::new("."));
-    changed |= crate::assets::recover_records(root, &mut m)? > 0;
+    changed |= chatmill_root::assets::recover_records(root, &mut m)? > 0;
     if changed {
         m.save(path).map_err(std::io::Error::other)?;
         report.repaired.push(if rebuilt {
@@ -348,8 +339,9 @@ fn repair_notes(
     report: &mut Report,
 ) -> std::io::Result<()> {
     let before = m.clone();
-    let (written, removed) = crate::notes::repair(&crate::root::Root::new(root), m, by_id)
-        .map_err(std::io::Error::other)?;
+    let (written, removed) =
+        chatmill_root::notes::repair(&chatmill_root::root::Root::new(root), m, by_id)
+            .map_err(std::io::Error::other)?;
     if *m != before {
         m.save(manifest_path).map_err(std::io::Error::other)?;
     }
@@ -445,7 +437,7 @@ mod tests {
         let mut m = Manifest::new();
         m.conversations.insert(
             conversation_key("chatgpt", "c1"),
-            crate::manifest::ConversationRecord {
+            chatmill_root::manifest::ConversationRecord {
                 last_pair: 1,
                 chunk_ids: vec!["a".into(), "gone".into()],
                 note: None,

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use chatmill_pipeline::chunk::ChunkDoc;
+use chatmill_root::chunk::ChunkDoc;
 use chrono::{DateTime, Utc};
 use rayon::prelude::*;
 

@@ -194,7 +194,7 @@ fn exclusions(h: &mut String, report: &Report) {
 pub fn write(report: &Report, path: &Path) -> Result<(), ReportError> {
     let page = page(report);
     let path = &std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    chatmill_pipeline::atomic::write_durable_with(path, |out| {
+    chatmill_root::atomic::write_durable_with(path, |out| {
         std::io::Write::write_all(out, page.as_bytes())
     })
     .map_err(|source| ReportError::Write {

@@ -7,8 +7,8 @@
 
 use std::path::Path;
 
-use chatmill_pipeline::header::HeaderError;
-use chatmill_pipeline::llm::LlmWriter;
+use chatmill_chunking::header::HeaderError;
+use chatmill_chunking::llm::LlmWriter;
 use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::Value;
@@ -192,7 +192,7 @@ fn verdict(writer: &LlmWriter, chunks: &Path, rel: &str) -> Verdict {
 /// and sets the report's `judge` section; the measured scores stay as
 /// they are.
 pub fn judge(report: &mut Report, writer: &LlmWriter, n: usize) {
-    let chunks = chatmill_pipeline::root::Root::new(&report.root)
+    let chunks = chatmill_root::root::Root::new(&report.root)
         .chunks()
         .to_path_buf();
     let names = sample(report, n);

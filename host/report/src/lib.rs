@@ -17,8 +17,8 @@ pub mod text;
 
 use std::path::{Path, PathBuf};
 
-use chatmill_pipeline::manifest::{Manifest, ManifestError};
-use chatmill_pipeline::root::Root;
+use chatmill_root::manifest::{Manifest, ManifestError};
+use chatmill_root::root::Root;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 

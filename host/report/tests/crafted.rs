@@ -4,11 +4,11 @@
 
 use std::collections::BTreeMap;
 
-use chatmill_pipeline::chunk::{ChunkDoc, Exchange, Frontmatter, chunk_id, turn_range};
-use chatmill_pipeline::manifest::{
+use chatmill_report::{Scope, evaluate};
+use chatmill_root::chunk::{ChunkDoc, Exchange, Frontmatter, chunk_id, turn_range};
+use chatmill_root::manifest::{
     ConversationRecord, Excluded, FileRecord, FileStatus, InputPairs, Manifest,
 };
-use chatmill_report::{Scope, evaluate};
 use chrono::{DateTime, Duration, Utc};
 
 const CONVERSATIONS: u32 = 25;

@@ -20,10 +20,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use chatmill_index::{Embedder, Index, Lexical, MiniLm, SqliteStore, minilm};
-use chatmill_pipeline::header::{
+use chatmill_chunking::header::{
     Deadline, ExtractiveWriter, Header, HeaderError, HeaderInput, HeaderWriter,
 };
+use chatmill_index::{Embedder, Index, Lexical, MiniLm, SqliteStore, minilm};
 use chatmill_server::client::Client;
 use chatmill_server::{MAX_BATCH, ServerConfig, Services};
 use serde_json::json;

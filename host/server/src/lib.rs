@@ -27,9 +27,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
+use chatmill_chunking::header::HeaderWriter;
 use chatmill_index::{Index, Indexer, SearchRequest};
 use chatmill_pipeline::backfill;
-use chatmill_pipeline::header::HeaderWriter;
 use chatmill_pipeline::inline::{Ack, InlineError, InlineWriter, Turn};
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};

@@ -10,10 +10,10 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use chatmill_chunking::header::ExtractiveWriter;
 use chatmill_index::{Embedder, Index, IndexError, Indexer, Lexical, SqliteStore};
-use chatmill_pipeline::header::ExtractiveWriter;
-use chatmill_pipeline::manifest::Manifest;
-use chatmill_pipeline::root::Root;
+use chatmill_root::manifest::Manifest;
+use chatmill_root::root::Root;
 use chatmill_server::client::Client;
 use chatmill_server::protocol::code;
 use chatmill_server::{ServerConfig, Services};

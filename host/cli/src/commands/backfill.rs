@@ -3,8 +3,8 @@
 use crate::out::outln;
 use std::process::ExitCode;
 
+use chatmill_chunking::llm::LlmWriter;
 use chatmill_pipeline::backfill::{Queue, step};
-use chatmill_pipeline::llm::LlmWriter;
 use serde_json::json;
 
 use crate::command_error::CliError;

@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use chatmill_pipeline::header::ExtractiveWriter;
+use chatmill_chunking::header::ExtractiveWriter;
 use chatmill_pipeline::import::{self, Services, Summary};
-use chatmill_pipeline::root::Root;
+use chatmill_root::root::Root;
 use serde::Deserialize;
 
 use crate::cli::HookCommand;

@@ -3,11 +3,11 @@
 use crate::out::outln;
 use std::process::ExitCode;
 
-use chatmill_pipeline::chunker::ChunkerConfig;
-use chatmill_pipeline::header::ExtractiveWriter;
+use chatmill_chunking::chunker::ChunkerConfig;
+use chatmill_chunking::header::ExtractiveWriter;
+use chatmill_chunking::render::RenderOptions;
 use chatmill_pipeline::import::{self, FileProblem, ImportOptions, Progress, Services, Summary};
 use chatmill_pipeline::processor::ProcessorConfig;
-use chatmill_pipeline::render::RenderOptions;
 use std::io::IsTerminal;
 
 use crate::cli::ImportArgs;
@@ -55,8 +55,8 @@ pub fn run(ctx: &Context, args: ImportArgs) -> Result<ExitCode, CliError> {
     let llm = ctx
         .header
         .clone()
-        .map(chatmill_pipeline::llm::LlmWriter::new);
-    let header: &dyn chatmill_pipeline::header::HeaderWriter = match &llm {
+        .map(chatmill_chunking::llm::LlmWriter::new);
+    let header: &dyn chatmill_chunking::header::HeaderWriter = match &llm {
         Some(w) => w,
         None => &ExtractiveWriter,
     };

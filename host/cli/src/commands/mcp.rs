@@ -5,9 +5,9 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use chatmill_chunking::header::ExtractiveWriter;
 use chatmill_index::Indexer;
 use chatmill_mcp::{Memory, Server};
-use chatmill_pipeline::header::ExtractiveWriter;
 use chatmill_pipeline::inline::InlineWriter;
 
 use crate::cli::McpArgs;

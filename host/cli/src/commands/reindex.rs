@@ -5,7 +5,7 @@ use crate::out::outln;
 use std::process::ExitCode;
 
 use chatmill_index::{ChromaConfig, Indexer};
-use chatmill_pipeline::chunk_store::{ChunkStore, reindex_from_files};
+use chatmill_root::chunk_store::{ChunkStore, reindex_from_files};
 
 use crate::backend;
 use crate::cli::ReindexArgs;

@@ -5,7 +5,7 @@
 use crate::out::outln;
 use std::process::ExitCode;
 
-use chatmill_pipeline::llm::LlmWriter;
+use chatmill_chunking::llm::LlmWriter;
 use chatmill_report::judge::Judge;
 use chatmill_report::{Report, Scope};
 use chatmill_runtime::model::visible::visible;

@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use chatmill_pipeline::header::{Deadline, ExtractiveWriter, HeaderWriter};
-use chatmill_pipeline::llm::LlmWriter;
+use chatmill_chunking::header::{Deadline, ExtractiveWriter, HeaderWriter};
+use chatmill_chunking::llm::LlmWriter;
 use chatmill_server::{ServerConfig, Services};
 use sha2::{Digest, Sha256};
 
@@ -24,7 +24,7 @@ pub fn default_socket(ctx: &Context) -> PathBuf {
                 .join("chatmill")
                 .join(format!("{}.sock", &hash[..12]))
         }
-        None => chatmill_pipeline::root::Root::new(root).socket(),
+        None => chatmill_root::root::Root::new(root).socket(),
     }
 }
 

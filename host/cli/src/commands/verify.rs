@@ -5,8 +5,8 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use chatmill_index::{Index, Indexer};
-use chatmill_pipeline::chunk_store::{ChunkStore, refresh_metadata_from_files};
 use chatmill_pipeline::verify;
+use chatmill_root::chunk_store::{ChunkStore, refresh_metadata_from_files};
 
 use crate::cli::VerifyArgs;
 use crate::command_error::CliError;

@@ -14,9 +14,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use chatmill_pipeline::header::ExtractiveWriter;
+use chatmill_chunking::header::ExtractiveWriter;
 use chatmill_pipeline::import::{self, Services};
-use chatmill_pipeline::root::Root;
+use chatmill_root::root::Root;
 use notify_debouncer_mini::notify::RecursiveMode;
 use notify_debouncer_mini::{DebounceEventResult, new_debouncer};
 

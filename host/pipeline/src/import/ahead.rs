@@ -37,10 +37,10 @@ use chatmill_runtime::{LoadedAdapter, SelectError};
 
 use super::stages::{Early, Parsed, Sent, parse_into, prepare, seen_before};
 use super::{ImportOptions, Services};
-use crate::inventory::{Item, Source};
-use crate::manifest::Manifest;
 use crate::processor::{Processor, Written};
 use crate::sink::{ChunkSink, made_ahead};
+use chatmill_root::inventory::{Item, Source};
+use chatmill_root::manifest::Manifest;
 
 /// Conversations of an input its parse prepares even when the commit loop
 /// has taken it: for a few, the pool would be no sooner (the commit loop
@@ -237,7 +237,7 @@ fn will_be_read(item: &Item, manifest: &Manifest) -> bool {
     matches!(item.source, Source::File(_))
         && item.companion.is_none()
         && !manifest.files.contains_key(&item.key)
-        && crate::known_files::what_is(&item.file_name).is_none()
+        && super::known_files::what_is(&item.file_name).is_none()
 }
 
 fn spawn<'scope, 'a>(

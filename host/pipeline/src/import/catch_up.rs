@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 use chatmill_index::Indexer;
 
 use super::{IndexFailure, Summary};
-use crate::chunk_store::{ChunkStore, refresh_metadata_from_files, reindex_from_files};
-use crate::manifest::Manifest;
+use chatmill_root::chunk_store::{ChunkStore, refresh_metadata_from_files, reindex_from_files};
+use chatmill_root::manifest::Manifest;
 
 /// [`catch_up`], counted into `summary` or recorded as the index's failure.
 pub(super) fn catch_up_into(

@@ -24,8 +24,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::ImportError;
-use crate::lock::RootLock;
-use crate::manifest::{self, Manifest};
+use chatmill_root::lock::RootLock;
+use chatmill_root::manifest::{self, Manifest};
 
 /// How long a group of inputs stays open, at least: what a killed run may
 /// have to redo, and how long an inline server may wait for the lock.
@@ -114,7 +114,7 @@ mod tests {
     fn inputs_share_a_group_until_its_time_is_up_and_the_lock_is_held_meanwhile() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().to_path_buf();
-        let path = crate::root::Root::new(&root).manifest();
+        let path = chatmill_root::root::Root::new(&root).manifest();
         let mut group = Group::new(root.clone(), path.clone(), GROUP_TIME);
         let m = Manifest::new();
         assert!(!group.enter().unwrap(), "no manifest, and none saved since");

@@ -13,6 +13,7 @@
 mod ahead;
 mod catch_up;
 mod group;
+mod known_files;
 mod live;
 mod record;
 mod reprocess;
@@ -27,16 +28,16 @@ use std::time::Duration;
 use chatmill_index::Indexer;
 use chatmill_runtime::{AdapterSet, Runtime};
 
-use crate::assets::Assets;
-use crate::header::HeaderWriter;
-use crate::inventory::{self, Item};
-use crate::lock::RootLock;
-use crate::manifest::{Manifest, ManifestError};
 use crate::processor::{Processor, ProcessorConfig};
-use crate::root::Root;
 use crate::sink::IndexSink;
 use crate::sink::Indexed;
 use catch_up::catch_up_into;
+use chatmill_chunking::header::HeaderWriter;
+use chatmill_root::assets::Assets;
+use chatmill_root::inventory::{self, Item};
+use chatmill_root::lock::RootLock;
+use chatmill_root::manifest::{Manifest, ManifestError};
+use chatmill_root::root::Root;
 pub use record::{FileProblem, Summary};
 pub use reprocess::{Reprocess, is_outdated, outdated};
 
@@ -77,7 +78,7 @@ pub enum ImportError {
         source: std::io::Error,
     },
     #[error(transparent)]
-    Lock(#[from] crate::lock::LockError),
+    Lock(#[from] chatmill_root::lock::LockError),
     #[error("cannot create the root `{path}`: {source}")]
     Root {
         path: PathBuf,
@@ -215,7 +216,7 @@ struct Driver<'r, 'p, 's> {
     /// Whether another writer changed the manifest during the run.
     others_wrote: bool,
     /// The conversation notes, refreshed after each input.
-    notes: crate::notes::Notes,
+    notes: chatmill_root::notes::Notes,
     /// The run's index sink (see [`Work::index`]).
     index: Option<IndexSink<'p>>,
 }
@@ -235,7 +236,7 @@ impl<'r, 'p, 's> Driver<'r, 'p, 's> {
             ahead,
             opts,
             processor: Processor::new(opts.processor.clone(), svc.header, &manifest),
-            notes: crate::notes::Notes::new(&manifest),
+            notes: chatmill_root::notes::Notes::new(&manifest),
             manifest_path,
             manifest,
             summary: Summary::default(),
@@ -264,7 +265,7 @@ impl<'r, 'p, 's> Driver<'r, 'p, 's> {
     ) -> Result<(), ImportError> {
         // A file of the export that holds no conversations (an account
         // file, an image) is listed with what it is; no adapter is asked.
-        if let Some(what) = crate::known_files::what_is(&item.file_name) {
+        if let Some(what) = known_files::what_is(&item.file_name) {
             let ignored = record::problem(&item.key, what.into(), None, false);
             self.summary.files_ignored.push(ignored);
             return Ok(());
@@ -420,7 +421,7 @@ struct Work<'r, 'p, 's> {
     due: Option<&'r std::collections::BTreeSet<String>>,
     /// The conversation notes: a new conversation's is written at its
     /// commit, the others' after the input.
-    notes: &'r mut crate::notes::Notes,
+    notes: &'r mut chatmill_root::notes::Notes,
     /// The run's index sink: committed chunks are indexed in batches
     /// across inputs, on a thread of their own.
     index: Option<&'r IndexSink<'p>>,

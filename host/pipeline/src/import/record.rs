@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::Work;
-use crate::manifest::{AdapterRef, FileRecord, FileStatus};
+use chatmill_root::manifest::{AdapterRef, FileRecord, FileStatus};
 
 /// What happened to one skipped or failed input.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -165,7 +165,7 @@ impl<'s> Digest<'s> {
     /// the parse), and the hashing still under way.
     pub(super) fn resolve(
         self,
-        local: &mut crate::inventory::Materialized,
+        local: &mut chatmill_root::inventory::Materialized,
     ) -> (String, u64, Option<Hashing<'s>>) {
         match self {
             Self::Known(sha256, size) => (sha256, size, None),
@@ -197,7 +197,7 @@ pub(super) fn outcome(
         id: id.clone(),
         version: adapter.info.version.clone(),
         sha256: adapter.sha256.clone(),
-        chunk_format: crate::chunk::CHUNK_FORMAT,
+        chunk_format: chatmill_root::chunk::CHUNK_FORMAT,
     });
     for d in &staged.parsed.declined {
         let reason = format!(
@@ -288,7 +288,7 @@ pub(super) fn record_companion(
     w: &mut Work<'_, '_, '_>,
     key: &str,
     record: &mut FileRecord,
-    c: &crate::inventory::Item,
+    c: &chatmill_root::inventory::Item,
     (sha256, size): (String, u64),
 ) {
     record.joined = Some(c.key.clone());

@@ -23,12 +23,12 @@ use std::time::Duration;
 use chatmill_runtime::AdapterSet;
 
 use super::{ImportError, ImportOptions, Services};
-use crate::chunk::CHUNK_FORMAT;
-use crate::chunk_store::ChunkStore;
-use crate::inventory::Item;
-use crate::lock::RootLock;
-use crate::manifest::{FileRecord, FileStatus, Manifest};
-use crate::root::Root;
+use chatmill_root::chunk::CHUNK_FORMAT;
+use chatmill_root::chunk_store::ChunkStore;
+use chatmill_root::inventory::Item;
+use chatmill_root::lock::RootLock;
+use chatmill_root::manifest::{FileRecord, FileStatus, Manifest};
+use chatmill_root::root::Root;
 
 /// How long the removal of stale chunks waits for the root lock.
 const LOCK_WAIT: Duration = Duration::from_secs(600);

@@ -11,10 +11,10 @@ use chrono::Utc;
 
 use super::record::{Digest, Hashing, problem, record_file, unreadable};
 use super::{ImportOptions, Services, Work};
-use crate::chunk::ChunkDoc;
-use crate::inventory::{self, Item};
-use crate::manifest::{FileRecord, FileStatus, Manifest};
 use crate::processor::Processor;
+use chatmill_root::chunk::ChunkDoc;
+use chatmill_root::inventory::{self, Item};
+use chatmill_root::manifest::{FileRecord, FileStatus, Manifest};
 
 /// An input with its content hash and size, and its companion with theirs.
 type Hashed<'i, 's> = ((&'i Item, Digest<'s>), Option<(&'i Item, (String, u64))>);
@@ -197,7 +197,7 @@ fn forget_chunks_of(
             .remove(&ids)
             .map_err(|e| format!("cannot take its earlier chunks out of the index: {e}"))?;
     }
-    crate::chunk_store::ChunkStore::new(&opts.processor.out_dir)
+    chatmill_root::chunk_store::ChunkStore::new(&opts.processor.out_dir)
         .remove(&ids)
         .map_err(|e| format!("cannot remove its earlier chunk: {e}"))?;
     let gone: BTreeSet<&str> = ids.iter().map(String::as_str).collect();
@@ -223,7 +223,7 @@ pub(super) fn without_own_files(
     let (Some(root), Some(out_dir)) = (real(root), real(out_dir)) else {
         return items;
     };
-    let root = crate::root::Root::new(root);
+    let root = chatmill_root::root::Root::new(root);
     let (state, manifest, assets) = (root.state(), root.manifest(), root.assets());
     items
         .into_iter()

@@ -16,12 +16,12 @@ use chatmill_runtime::{Adjustments, Declined, Input, LoadedAdapter};
 use chrono::{DateTime, Utc};
 
 use super::{Services, Summary, Work};
-use crate::assets::Assets;
-use crate::inventory::Item;
-use crate::manifest::{FileRecord, Manifest, conversation_key};
-use crate::notes::Notes;
 use crate::processor::{Prepared, Processor, Written, chunked_after};
 use crate::sink::{ChunkSink, IndexSink};
+use chatmill_root::assets::Assets;
+use chatmill_root::inventory::Item;
+use chatmill_root::manifest::{FileRecord, Manifest, conversation_key};
+use chatmill_root::notes::Notes;
 
 /// Pairs being prepared at once, at most (and one conversation, however
 /// long): what bounds the memory of a file's parsed conversations.
@@ -252,7 +252,9 @@ pub(super) fn chunk_input<'a>(
                 let (tx, rx) = std::sync::mpsc::sync_channel::<Sent>(4);
                 // Live: whether the input's last line is still being written.
                 let live = w.opts.live.then(|| match &item.source {
-                    crate::inventory::Source::File(path) => super::live::ends_mid_line(path),
+                    chatmill_root::inventory::Source::File(path) => {
+                        super::live::ends_mid_line(path)
+                    }
                     _ => false,
                 });
                 let handle = std::thread::Builder::new()

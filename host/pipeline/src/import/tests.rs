@@ -2,10 +2,10 @@
 
 use super::record::Hashing;
 use super::*;
-use crate::header::ExtractiveWriter;
-use crate::manifest::ConversationRecord;
-use crate::root::Root;
+use chatmill_chunking::header::ExtractiveWriter;
 use chatmill_index::{ChunkRecord, IndexError};
+use chatmill_root::manifest::ConversationRecord;
+use chatmill_root::root::Root;
 use chatmill_runtime::{AdapterSet, Limits, Runtime};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use chatmill_pipeline::manifest::{FileStatus, Manifest};
+use chatmill_root::manifest::{FileStatus, Manifest};
 use chrono::{DateTime, Utc};
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;

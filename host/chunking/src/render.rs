@@ -96,8 +96,8 @@ pub fn render_part(part: &Part, opts: RenderOptions) -> Option<String> {
             format!("[Tool result: {summary}]")
         }
         Part::Attachment { name, uri, .. } => {
-            match uri.as_deref().and_then(crate::assets::linked) {
-                Some(asset) => crate::assets::markdown_link(name, asset),
+            match uri.as_deref().and_then(crate::asset_link::linked) {
+                Some(asset) => markdown_link(name, asset),
                 None => format!("[Attachment: {}]", one_line(name)),
             }
         }
@@ -318,6 +318,29 @@ pub fn plain_text(parts: &[Part]) -> String {
         after_reference = false;
     }
     out
+}
+
+/// An attachment linked to its asset, as Markdown relative to the chunk
+/// file (chunk files live in the root, beside `assets/`): an image shown,
+/// any other file linked.
+pub fn markdown_link(name: &str, asset: &str) -> String {
+    let mut text = String::with_capacity(name.len());
+    for c in one_line(name).chars() {
+        // What could end the link text or open code or HTML in it.
+        if matches!(c, '[' | ']' | '\\' | '`' | '<' | '>') {
+            text.push('\\');
+        }
+        text.push(c);
+    }
+    let image = matches!(
+        asset.rsplit_once('.').map_or("", |(_, e)| e),
+        "png" | "jpg" | "jpeg" | "gif" | "webp" | "svg" | "bmp" | "avif"
+    );
+    format!(
+        "{}[{text}]({}/{asset})",
+        if image { "!" } else { "" },
+        crate::asset_link::ASSETS_DIR
+    )
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@
 //! one asset), the attachment's uri becomes
 //! `chatmill-asset:<name>` ([`chatmill_model::ASSET_URI_SCHEME`], which
 //! the trust boundary drops from what adapters send), and
-//! [`crate::render`] writes `![name](assets/…)` for an image and
+//! [`chatmill_chunking::render`] writes `![name](assets/…)` for an image and
 //! `[name](assets/…)` for any other file. [`check`] is `verify`'s part.
 
 use std::collections::{BTreeMap, HashMap};
@@ -26,12 +26,9 @@ use chatmill_model::{ASSET_URI_SCHEME, Conversation, Part};
 
 use crate::inventory::{Item, Source};
 use crate::manifest::{AssetRecord, Manifest};
-use crate::root::{ASSETS_DIR, Root};
-
-/// Hex digits of the SHA-256 in an asset's name.
-const HASH_DIGITS: usize = 16;
-/// Longest extension an asset keeps (else `bin`).
-const EXT_MAX: usize = 8;
+use crate::root::Root;
+use chatmill_chunking::asset_link::{ASSETS_DIR, EXT_MAX, HASH_DIGITS};
+pub use chatmill_chunking::asset_link::{is_asset_name, linked};
 
 /// The files of one import's inventory an attachment may name, and the
 /// assets copied so far.
@@ -99,48 +96,6 @@ fn extension(file_name: &str) -> String {
     } else {
         "bin".into()
     }
-}
-
-/// Whether `name` is an asset's name: [`HASH_DIGITS`] lowercase hex
-/// digits, `.`, and an extension as [`extension`] keeps it.
-pub fn is_asset_name(name: &str) -> bool {
-    let Some((hash, ext)) = name.split_once('.') else {
-        return false;
-    };
-    hash.len() == HASH_DIGITS
-        && hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-        && (1..=EXT_MAX).contains(&ext.len())
-        && ext
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-}
-
-/// The asset an attachment's uri links, when the host linked one.
-pub fn linked(uri: &str) -> Option<&str> {
-    uri.strip_prefix(ASSET_URI_SCHEME)
-        .filter(|name| is_asset_name(name))
-}
-
-/// An attachment linked to its asset, as Markdown relative to the chunk
-/// file (chunk files live in the root, beside `assets/`): an image shown,
-/// any other file linked.
-pub fn markdown_link(name: &str, asset: &str) -> String {
-    let mut text = String::with_capacity(name.len());
-    for c in crate::render::one_line(name).chars() {
-        // What could end the link text or open code or HTML in it.
-        if matches!(c, '[' | ']' | '\\' | '`' | '<' | '>') {
-            text.push('\\');
-        }
-        text.push(c);
-    }
-    let image = matches!(
-        asset.rsplit_once('.').map_or("", |(_, e)| e),
-        "png" | "jpg" | "jpeg" | "gif" | "webp" | "svg" | "bmp" | "avif"
-    );
-    format!(
-        "{}[{text}]({ASSETS_DIR}/{asset})",
-        if image { "!" } else { "" }
-    )
 }
 
 /// A name the adapter gave for want of one (ChatGPT's `image` for a
@@ -443,11 +398,11 @@ mod tests {
             assert_eq!(linked(bad), None, "{bad}");
         }
         assert_eq!(
-            markdown_link("fern.png", "0123456789abcdef.png"),
+            chatmill_chunking::render::markdown_link("fern.png", "0123456789abcdef.png"),
             "![fern.png](assets/0123456789abcdef.png)"
         );
         assert_eq!(
-            markdown_link("a](javascript:x) [b", "0123456789abcdef.pdf"),
+            chatmill_chunking::render::markdown_link("a](javascript:x) [b", "0123456789abcdef.pdf"),
             "[a\\](javascript:x) \\[b](assets/0123456789abcdef.pdf)"
         );
         let text = "see ![x](assets/0123456789abcdef.png) and [y](assets/../z)";

@@ -30,7 +30,7 @@ pub struct Frontmatter {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conversation_title: Option<String>,
     /// The source has no title: `conversation_title` is a phrase from the
-    /// first request ([`crate::title`]). Written only when true.
+    /// first request ([`chatmill_chunking::title`]). Written only when true.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub title_derived: bool,
     /// `"3"` or `"3-4"`.

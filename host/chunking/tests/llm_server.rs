@@ -9,8 +9,8 @@ mod llama;
 
 use std::sync::atomic::Ordering;
 
-use chatmill_pipeline::header::{HeaderInput, HeaderWriter};
-use chatmill_pipeline::llm::{LlmConfig, LlmWriter};
+use chatmill_chunking::header::{HeaderInput, HeaderWriter};
+use chatmill_chunking::llm::{LlmConfig, LlmWriter};
 
 #[test]
 fn a_real_openai_compatible_server_answers_through_the_writer() {

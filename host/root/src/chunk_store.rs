@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use chatmill_index::{ChunkRecord, IndexError, Indexer};
 
 use crate::chunk::ChunkDoc;
+use crate::problem::Problem;
 use crate::record::index_record;
-use crate::verify::Problem;
 
 /// Chunk records indexed at once when the index is rebuilt from files.
 const BATCH: usize = 256;

@@ -24,11 +24,11 @@ pub const MANIFEST_FILE: &str = ".processing-manifest.json";
 pub const STATE_DIR: &str = ".chatmill";
 /// The folder of export files linked from chunks, in the root (a chunk
 /// links `assets/<name>`).
-pub const ASSETS_DIR: &str = "assets";
+pub use chatmill_chunking::asset_link::ASSETS_DIR;
 /// The folder of per-conversation notes in the root ([`crate::notes`]).
 pub const NOTES_DIR: &str = "conversations";
 /// How every temp file of an atomic write starts.
-pub const TEMP_PREFIX: &str = ".chatmill-tmp-";
+pub use crate::atomic::TEMP_PREFIX;
 
 /// A root folder, and the paths of everything chatmill keeps in it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 //! the images and uploads the conversations point at. An import lists them
 //! as ignored with what they are, instead of offering them to every
 //! adapter and reporting that none recognizes them; the images are linked
-//! from the chunks that show them ([`crate::assets`]).
+//! from the chunks that show them ([`chatmill_root::assets`]).
 //!
 //! Decided by name (and, for images, by the folder inside the export), so
 //! it costs no read and no sandbox: a ChatGPT export holds thousands of

@@ -17,6 +17,9 @@ use rustix::fs::{Mode, OFlags};
 
 /// Longest file name the host writes, bytes (ext4's and most others' limit).
 pub const NAME_MAX: usize = 255;
+/// What an atomic write's temp file is named with (a killed run's are
+/// swept by the next import).
+pub const TEMP_PREFIX: &str = ".chatmill-tmp-";
 
 /// `name` when it is one plain file name: not empty, at most [`NAME_MAX`]
 /// bytes, no `/` or `\\`, no NUL or other control character, and no leading
@@ -65,7 +68,7 @@ pub fn write_durable_with(
 ) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::Builder::new()
-        .prefix(crate::root::TEMP_PREFIX)
+        .prefix(TEMP_PREFIX)
         .tempfile_in(dir)?;
     {
         let mut out = std::io::BufWriter::with_capacity(256 * 1024, tmp.as_file_mut());
@@ -151,7 +154,7 @@ impl Folder {
         loop {
             let name = format!(
                 "{}{}-{}",
-                crate::root::TEMP_PREFIX,
+                TEMP_PREFIX,
                 self.pid,
                 TEMP.fetch_add(1, Ordering::Relaxed)
             );
