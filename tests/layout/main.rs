@@ -1,7 +1,7 @@
 //! The house rules, checked over the source so that they cannot quietly
 //! lapse:
-//! - no import loops between the files of a crate (cargo already refuses
-//!   loops between crates);
+//! - no import loops between the files of a host crate (cargo already
+//!   refuses loops between crates);
 //! - CLI subcommands share code through modules below them, never through
 //!   each other;
 //! - in `host/`, no non-test function over 80 lines and no non-test file
@@ -43,11 +43,16 @@ fn crate_dirs() -> Vec<PathBuf> {
     out
 }
 
+/// The host's crates. The adapters are components of their own, built for
+/// wasm; their files are not checked yet.
 #[test]
-fn no_crate_has_an_import_loop_between_its_files() {
+fn no_host_crate_has_an_import_loop_between_its_files() {
     let mut found = Vec::new();
     let mut modules = 0;
     for dir in crate_dirs() {
+        if !dir.starts_with(repo_root().join("host")) {
+            continue;
+        }
         let krate = Crate::read(&dir.join("src"));
         modules += krate.modules.len();
         for cycle in loops(&krate) {

@@ -157,7 +157,7 @@ impl Context {
             render::warning(&format!("skipping an installed adapter: {f}{hint}"));
         }
         // `--adapter PATH` gets `adapters add`'s lint, as warnings.
-        let samples = crate::commands::samples();
+        let samples = crate::adapter_lint::samples();
         for a in set.adapters() {
             if !matches!(a.origin, AdapterOrigin::Dev(_)) {
                 continue;
@@ -172,7 +172,7 @@ impl Context {
                     continue;
                 }
             };
-            let claims = crate::commands::report_lint(a, &lint);
+            let claims = crate::adapter_lint::report_lint(a, &lint);
             if !claims.is_empty() {
                 render::warning(&format!(
                     "adapter `{}` claims files of other formats: {claims}; they stay with their built-in adapters unless `--adapter-id {}` names it",

@@ -3,13 +3,19 @@
 //! This file only parses arguments, sets up logging, runs the command and
 //! maps the outcome to an exit code; everything else lives in the modules.
 
+mod adapter_lint;
 mod backend;
 mod cli;
 mod command_error;
 mod commands;
 mod context;
+mod import_options;
+mod inputs;
 mod out;
 mod render;
+mod scores;
+mod socket;
+mod vectors;
 
 use std::process::ExitCode;
 

@@ -74,7 +74,7 @@ fn claude_code(ctx: &Context) -> Result<(String, String, Summary), String> {
     let event = p.hook_event_name.unwrap_or_else(|| "?".into());
     // At the session's end nothing more will be written: every pair counts.
     let live = event != "SessionEnd";
-    let mut opts = super::import::options(ctx, vec![path]);
+    let mut opts = crate::import_options::options(ctx, vec![path]);
     opts.format = Some("claude-code".into());
     opts.live = live;
     let set = ctx.adapter_set().map_err(|e| format!("{:#}", e.error))?;

@@ -3,11 +3,8 @@
 use crate::out::outln;
 use std::process::ExitCode;
 
-use chatmill_chunking::chunker::ChunkerConfig;
 use chatmill_chunking::header::ExtractiveWriter;
-use chatmill_chunking::render::RenderOptions;
-use chatmill_pipeline::import::{self, FileProblem, ImportOptions, Progress, Services, Summary};
-use chatmill_pipeline::processor::ProcessorConfig;
+use chatmill_pipeline::import::{self, FileProblem, Progress, Services, Summary};
 use std::io::IsTerminal;
 
 use crate::cli::ImportArgs;
@@ -18,9 +15,9 @@ use chatmill_runtime::model::visible::visible;
 pub fn run(ctx: &Context, args: ImportArgs) -> Result<ExitCode, CliError> {
     let set = ctx.adapter_set()?;
     if let Some(id) = &args.adapter_id {
-        super::named_adapter(&set, id)?;
+        crate::adapter_lint::named_adapter(&set, id)?;
     }
-    let mut opts = options(ctx, args.inputs.clone());
+    let mut opts = crate::import_options::options(ctx, args.inputs.clone());
     opts.format = args.adapter_id.clone();
     opts.reprocess = args.reprocess.then(|| import::Reprocess {
         only: args.only.clone(),
@@ -72,7 +69,7 @@ pub fn run(ctx: &Context, args: ImportArgs) -> Result<ExitCode, CliError> {
     }
     let summary = result?;
     let vectors = match &index {
-        Some(index) if !args.no_wait => Some(super::embed::fill(index)),
+        Some(index) if !args.no_wait => Some(crate::vectors::fill(index)),
         _ => None,
     };
     let pending = match &index {
@@ -113,25 +110,6 @@ pub fn run(ctx: &Context, args: ImportArgs) -> Result<ExitCode, CliError> {
     } else {
         ExitCode::from(1)
     })
-}
-
-/// An import of `inputs` into the root, with the defaults every command
-/// that imports starts from.
-pub(super) fn options(ctx: &Context, inputs: Vec<std::path::PathBuf>) -> ImportOptions {
-    ImportOptions {
-        root: ctx.root.clone(),
-        inputs,
-        format: None,
-        processor: ProcessorConfig {
-            naming: Default::default(),
-            out_dir: ctx.root.clone(),
-            agent_id: "external".into(),
-            render: RenderOptions::default(),
-            chunker: ChunkerConfig::default(),
-        },
-        reprocess: None,
-        live: false,
-    }
 }
 
 fn print_human(s: &Summary, ctx: &Context) -> Result<(), CliError> {
@@ -176,7 +154,7 @@ fn print_human(s: &Summary, ctx: &Context) -> Result<(), CliError> {
 fn print_scores(ctx: &Context) -> Result<(), CliError> {
     match chatmill_report::evaluate(&ctx.root, chatmill_report::Scope::LastRun) {
         Ok(report) => {
-            super::report::print_summary(&report, false)?;
+            crate::scores::print_summary(&report, false)?;
             outln!("(`chatmill report` shows the evidence)");
         }
         Err(e) => tracing::warn!("the quality report could not be made: {e}"),

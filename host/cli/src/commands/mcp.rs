@@ -20,7 +20,7 @@ pub fn run(ctx: &Context, args: McpArgs) -> Result<ExitCode, CliError> {
     index.embedder.warm_up()?;
     // Chunks an import or the hook left waiting for vectors get them in the
     // background while the assistant's session runs.
-    chatmill_index::fill::spawn_filler(Arc::clone(&index), super::embed::FILL_EVERY);
+    chatmill_index::fill::spawn_filler(Arc::clone(&index), crate::vectors::FILL_EVERY);
     let writer = if args.allow_write {
         let indexer = Arc::clone(&index) as Arc<dyn Indexer>;
         Some(InlineWriter::open(

@@ -1,8 +1,6 @@
 //! One module per subcommand.
 
 mod adapters;
-mod adapters_new;
-mod adapters_test;
 mod backfill;
 mod embed;
 mod hook;
@@ -18,8 +16,6 @@ mod verify;
 mod watch;
 
 use std::process::ExitCode;
-
-pub use adapters::{report_lint, samples};
 
 use crate::cli::{Cli, Command};
 use crate::command_error::CliError;
@@ -43,45 +39,4 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Reindex(args) => reindex::run(&ctx, args),
         Command::Adapters(cmd) => adapters::run(&ctx, cmd),
     }
-}
-
-/// The adapter with the id the user named (`--adapter-id`, `adapters info`).
-pub fn named_adapter<'s>(
-    set: &'s chatmill_runtime::AdapterSet,
-    id: &str,
-) -> Result<&'s chatmill_runtime::LoadedAdapter, CliError> {
-    set.get(id).ok_or_else(|| {
-        CliError::usage(anyhow::anyhow!("no adapter has the id `{id}`"))
-            .hint(format!("available adapters: {}", set.ids().join(", ")))
-    })
-}
-
-/// Every file under `inputs` (folders walked recursively, sorted).
-pub fn expand_inputs(inputs: &[std::path::PathBuf]) -> Result<Vec<std::path::PathBuf>, CliError> {
-    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) -> std::io::Result<()> {
-        let mut entries: Vec<_> = fs_err::read_dir(dir)?.flatten().map(|e| e.path()).collect();
-        entries.sort();
-        for p in entries {
-            if p.is_dir() {
-                walk(&p, out)?;
-            } else {
-                out.push(p);
-            }
-        }
-        Ok(())
-    }
-    let mut out = Vec::new();
-    for input in inputs {
-        if input.is_dir() {
-            walk(input, &mut out)?;
-        } else if input.exists() {
-            out.push(input.clone());
-        } else {
-            return Err(
-                CliError::usage(anyhow::anyhow!("`{}` does not exist", input.display()))
-                    .hint("check the path"),
-            );
-        }
-    }
-    Ok(out)
 }

@@ -59,9 +59,9 @@ enum Event {
 pub fn run(ctx: &Context, args: ParseArgs) -> Result<ExitCode, CliError> {
     let set = ctx.adapter_set()?;
     if let Some(id) = &args.adapter_id {
-        super::named_adapter(&set, id)?;
+        crate::adapter_lint::named_adapter(&set, id)?;
     }
-    let files = super::expand_inputs(&args.inputs)?;
+    let files = crate::inputs::expand_inputs(&args.inputs)?;
     let layout = if args.compact {
         Layout::Compact
     } else {

@@ -1,44 +1,30 @@
 //! `chatmill serve`: inline mode on a local socket.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use chatmill_chunking::header::{Deadline, ExtractiveWriter, HeaderWriter};
 use chatmill_chunking::llm::LlmWriter;
 use chatmill_server::{ServerConfig, Services};
-use sha2::{Digest, Sha256};
 
 use crate::cli::ServeArgs;
 use crate::command_error::CliError;
 use crate::context::Context;
 
-/// The default socket for a root: one per root, in the runtime dir when
-/// there is one.
-pub fn default_socket(ctx: &Context) -> PathBuf {
-    let root = std::fs::canonicalize(&ctx.root).unwrap_or_else(|_| ctx.root.clone());
-    match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
-        Some(dir) => {
-            let hash = hex::encode(Sha256::digest(root.to_string_lossy().as_bytes()));
-            PathBuf::from(dir)
-                .join("chatmill")
-                .join(format!("{}.sock", &hash[..12]))
-        }
-        None => chatmill_root::root::Root::new(root).socket(),
-    }
-}
-
 pub fn run(ctx: &Context, args: ServeArgs) -> Result<ExitCode, CliError> {
     fs_err::create_dir_all(&ctx.root).map_err(|e| {
         CliError::usage(e).hint("check `--root` (or CHATMILL_ROOT): its parent must be writable")
     })?;
-    let socket = args.socket.clone().unwrap_or_else(|| default_socket(ctx));
+    let socket = args
+        .socket
+        .clone()
+        .unwrap_or_else(|| crate::socket::default_socket(ctx));
     let set = ctx.adapter_set()?;
     let index = Arc::new(ctx.index()?);
     // The model's one-time work before the first client, not in its batch.
     index.embedder.warm_up()?;
     // Chunks an import left waiting for vectors get them in the background.
-    chatmill_index::fill::spawn_filler(Arc::clone(&index), super::embed::FILL_EVERY);
+    chatmill_index::fill::spawn_filler(Arc::clone(&index), crate::vectors::FILL_EVERY);
     // With a header model: each turn waits at most its deadline, then gets
     // the built-in header and a place in the backfill queue.
     let (header, backfill): (Arc<dyn HeaderWriter>, Option<Arc<dyn HeaderWriter>>) =

@@ -33,7 +33,7 @@ pub fn run(ctx: &Context, args: TurnArgs) -> Result<ExitCode, CliError> {
     let socket = args
         .socket
         .clone()
-        .unwrap_or_else(|| super::serve::default_socket(ctx));
+        .unwrap_or_else(|| crate::socket::default_socket(ctx));
     let mut client = Client::unix(&socket)?;
     let ack = client.call("turn", params)?;
     outln!("{ack}");

@@ -114,7 +114,7 @@ impl<'c> Importer<'c> {
             return;
         }
         let started = Instant::now();
-        let mut opts = super::import::options(self.ctx, paths);
+        let mut opts = crate::import_options::options(self.ctx, paths);
         opts.live = true;
         let svc = Services {
             runtime: &self.ctx.runtime,

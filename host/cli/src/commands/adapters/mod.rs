@@ -1,11 +1,14 @@
 //! `chatmill adapters …`: list, add, remove, info, sniff; `new` and `test`
-//! are `adapters_new` and `adapters_test`.
+//! are [`new`] and [`test`].
+
+mod new;
+mod test;
 
 use crate::out::outln;
 use std::process::ExitCode;
 
 use chatmill_runtime::model::visible::visible;
-use chatmill_runtime::{AdapterOrigin, AdapterSet, Input, Lint, LoadedAdapter, Sample};
+use chatmill_runtime::{AdapterOrigin, AdapterSet, Input, LoadedAdapter};
 use serde::Serialize;
 
 use crate::cli::AdaptersCommand;
@@ -75,7 +78,7 @@ pub fn run(ctx: &Context, cmd: AdaptersCommand) -> Result<ExitCode, CliError> {
         }
         AdaptersCommand::Info { id, json: as_json } => {
             let set = ctx.adapter_set()?;
-            let a = super::named_adapter(&set, &id)?;
+            let a = crate::adapter_lint::named_adapter(&set, &id)?;
             if as_json {
                 json(&listed(a))?;
             } else {
@@ -100,16 +103,16 @@ pub fn run(ctx: &Context, cmd: AdaptersCommand) -> Result<ExitCode, CliError> {
         }
         AdaptersCommand::Add { path, force } => add(ctx, &path, force),
         AdaptersCommand::Remove { id } => remove(ctx, &id),
-        AdaptersCommand::New { name, lang, dir } => super::adapters_new::run(&name, lang, dir),
+        AdaptersCommand::New { name, lang, dir } => new::run(&name, lang, dir),
         AdaptersCommand::Test {
             adapter,
             fixtures,
             expect,
             bless,
             json,
-        } => super::adapters_test::run(
+        } => test::run(
             ctx,
-            super::adapters_test::TestArgs {
+            test::TestArgs {
                 adapter,
                 fixtures,
                 expect,
@@ -136,46 +139,6 @@ pub fn run(ctx: &Context, cmd: AdaptersCommand) -> Result<ExitCode, CliError> {
     }
 }
 
-/// The first-party samples every new adapter is sniffed against.
-pub fn samples() -> Vec<Sample> {
-    chatmill_builtin::SAMPLES
-        .iter()
-        .map(|s| Sample {
-            adapter: s.adapter,
-            format: s.format,
-            file_name: s.file_name,
-            bytes: s.bytes,
-        })
-        .collect()
-}
-
-/// Reports what [`AdapterSet::lint`] found as warnings and notes; returns
-/// the claims on first-party formats as one line (empty: none).
-pub fn report_lint(adapter: &LoadedAdapter, lint: &Lint) -> String {
-    let id = &adapter.info.id;
-    for (format, other) in &lint.shared_formats {
-        render::warning(&format!(
-            "adapter `{id}` declares the format id `{format}`, which adapter `{other}` declares too"
-        ));
-    }
-    if let Some(builtin) = &lint.replaces {
-        render::notice(&format!(
-            "adapter `{id}` {} carries the id of the built-in adapter `{builtin}`: it replaces it when its version is higher",
-            adapter.info.version
-        ));
-    }
-    let mut listed: Vec<String> = lint
-        .claims
-        .iter()
-        .take(3)
-        .map(|(format, score)| format!("`{format}` ({score}/100)"))
-        .collect();
-    if lint.claims.len() > 3 {
-        listed.push(format!("and {} more", lint.claims.len() - 3));
-    }
-    listed.join(", ")
-}
-
 fn add(ctx: &Context, path: &std::path::Path, force: bool) -> Result<ExitCode, CliError> {
     let bytes = fs_err::read(path)
         .map_err(|e| CliError::usage(e).hint("check the path to the `.wasm` file"))?;
@@ -187,8 +150,8 @@ fn add(ctx: &Context, path: &std::path::Path, force: bool) -> Result<ExitCode, C
     // `sniff` must answer too (an empty head is a fair question).
     ctx.runtime.sniff(&adapter, b"", "probe.txt")?;
     let set: AdapterSet = ctx.adapter_set()?;
-    let lint = set.lint(&ctx.runtime, &adapter, &samples())?;
-    let claims = report_lint(&adapter, &lint);
+    let lint = set.lint(&ctx.runtime, &adapter, &crate::adapter_lint::samples())?;
+    let claims = crate::adapter_lint::report_lint(&adapter, &lint);
     let id = &adapter.info.id;
     if !claims.is_empty() {
         let claimed = anyhow::anyhow!("adapter `{id}` claims files of other formats: {claims}");

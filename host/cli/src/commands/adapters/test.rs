@@ -44,7 +44,7 @@ pub fn run(ctx: &Context, args: TestArgs) -> Result<ExitCode, CliError> {
         &ctx.runtime,
         &adapter,
         &fixtures,
-        &super::samples(),
+        &crate::adapter_lint::samples(),
         expected.as_ref(),
     );
     if args.bless
@@ -83,7 +83,7 @@ fn fixtures(paths: &[PathBuf], expect: Option<&Path>) -> Result<Vec<Fixture>, Cl
     }
     let expect = expect.and_then(|p| p.canonicalize().ok());
     let mut out: Vec<Fixture> = Vec::new();
-    for path in super::expand_inputs(paths)? {
+    for path in crate::inputs::expand_inputs(paths)? {
         if expect.is_some() && path.canonicalize().ok() == expect {
             continue;
         }

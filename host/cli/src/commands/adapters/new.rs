@@ -23,7 +23,7 @@ type File = (&'static str, &'static str);
 
 macro_rules! template {
     ($path:literal, $file:literal) => {
-        ($path, include_str!(concat!("../../templates/", $file)))
+        ($path, include_str!(concat!("../../../templates/", $file)))
     };
 }
 
@@ -31,14 +31,14 @@ macro_rules! sdk {
     ($file:literal) => {
         (
             concat!("vendor/chatmill-adapter-sdk/", $file),
-            include_str!(concat!("../../../../adapters/sdk/", $file)),
+            include_str!(concat!("../../../../../adapters/sdk/", $file)),
         )
     };
 }
 
 const WIT: File = (
     "wit/adapter.wit",
-    include_str!("../../../../wit/adapter.wit"),
+    include_str!("../../../../../wit/adapter.wit"),
 );
 
 const COMMON: &[File] = &[
