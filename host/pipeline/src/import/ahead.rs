@@ -35,8 +35,9 @@ use chatmill_index::Indexer;
 use chatmill_model::{Conversation, Part};
 use chatmill_runtime::{LoadedAdapter, SelectError};
 
-use super::stages::{Early, Parsed, Sent, parse_into, prepare, seen_before};
-use super::{ImportOptions, Services};
+use super::options::{ImportOptions, Services};
+use super::parse::{Parsed, Sent, parse_into};
+use super::prepare::{Early, prepare, seen_before};
 use crate::processor::{Processor, Written};
 use crate::sink::{ChunkSink, made_ahead};
 use chatmill_root::inventory::{Item, Source};
@@ -255,7 +256,7 @@ fn spawn<'scope, 'a>(
             return Parsed::default();
         };
         let size = fs_err::metadata(path).map_or(0, |m| m.len());
-        let input = super::select::file_input(item, size, path);
+        let input = super::parse::file_input(item, size, path);
         let chosen = svc
             .adapters
             .candidates(svc.runtime, &input, opts.format.as_deref());

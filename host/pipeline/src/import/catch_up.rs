@@ -6,7 +6,8 @@ use std::collections::BTreeSet;
 
 use chatmill_index::Indexer;
 
-use super::{IndexFailure, Summary};
+use super::index_failure::IndexFailure;
+use super::summary::Summary;
 use chatmill_root::chunk_store::{ChunkStore, refresh_metadata_from_files, reindex_from_files};
 use chatmill_root::manifest::Manifest;
 

@@ -23,7 +23,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use super::ImportError;
+use super::error::ImportError;
 use chatmill_root::lock::RootLock;
 use chatmill_root::manifest::{self, Manifest};
 

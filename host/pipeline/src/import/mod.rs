@@ -12,93 +12,40 @@
 
 mod ahead;
 mod catch_up;
+mod error;
 mod group;
+mod index_failure;
 mod known_files;
 mod live;
+mod options;
+mod parse;
+mod prepare;
 mod record;
 mod reprocess;
 mod select;
 mod stages;
+mod summary;
 #[cfg(test)]
 mod tests;
+mod work;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use chatmill_index::Indexer;
-use chatmill_runtime::{AdapterSet, Runtime};
-
-use crate::processor::{Processor, ProcessorConfig};
+use crate::processor::Processor;
 use crate::sink::IndexSink;
-use crate::sink::Indexed;
 use catch_up::catch_up_into;
-use chatmill_chunking::header::HeaderWriter;
 use chatmill_root::assets::Assets;
 use chatmill_root::inventory::{self, Item};
 use chatmill_root::lock::RootLock;
-use chatmill_root::manifest::{Manifest, ManifestError};
+use chatmill_root::manifest::Manifest;
 use chatmill_root::root::Root;
-pub use record::{FileProblem, Summary};
-pub use reprocess::{Reprocess, is_outdated, outdated};
-
-#[derive(Debug, Clone)]
-pub struct ImportOptions {
-    /// The root: chunk files and the manifest live here; `raw/` is the
-    /// default input.
-    pub root: PathBuf,
-    /// Files or folders; empty means `ROOT/raw`.
-    pub inputs: Vec<PathBuf>,
-    /// Use this adapter for every input instead of sniffing.
-    pub format: Option<String>,
-    pub processor: ProcessorConfig,
-    /// Read again the inputs an older chatmill read (`import --reprocess`).
-    pub reprocess: Option<Reprocess>,
-    /// The inputs may still be being written (a hook's transcript): a
-    /// conversation's unfinished last pair waits for a later import.
-    pub live: bool,
-}
-
-/// What an import runs with.
-pub struct Services<'a> {
-    pub runtime: &'a Runtime,
-    pub adapters: &'a AdapterSet,
-    pub header: &'a dyn HeaderWriter,
-    /// `None`: chunk files and manifest only.
-    pub indexer: Option<&'a dyn Indexer>,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum ImportError {
-    #[error(transparent)]
-    Manifest(#[from] ManifestError),
-    #[error("cannot read input `{path}`: {source}")]
-    Inventory {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error(transparent)]
-    Lock(#[from] chatmill_root::lock::LockError),
-    #[error("cannot create the root `{path}`: {source}")]
-    Root {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-}
-
-/// Progress events, for a progress bar.
-#[derive(Debug, Clone, Copy)]
-pub enum Progress<'a> {
-    Inventory {
-        files: usize,
-    },
-    File {
-        index: usize,
-        of: usize,
-        name: &'a str,
-    },
-}
+pub use error::ImportError;
+use index_failure::{IndexFailure, index_problem, merge_indexed};
+pub use options::{ImportOptions, Progress, Reprocess, Services};
+pub use reprocess::{is_outdated, outdated};
+pub use summary::{FileProblem, Summary};
+use work::Work;
 
 /// Runs one import.
 pub fn run(
@@ -374,55 +321,4 @@ fn inputs_of(opts: &ImportOptions) -> Result<Vec<PathBuf>, ImportError> {
         });
     }
     Ok(opts.inputs.clone())
-}
-
-/// The run's problem with the index: `n` new chunks left out, or (0) the
-/// index could not be brought up to date.
-fn index_problem(n: u32, e: &chatmill_index::IndexError) -> FileProblem {
-    let what = if n > 0 {
-        format!("{n} new chunks could not be indexed: {e}")
-    } else {
-        format!("the index could not be brought up to date: {e}")
-    };
-    FileProblem {
-        file: "(index)".into(),
-        reason: what,
-        hint: Some(e.hint().unwrap_or_else(|| {
-            "the chunk files are written; run `chatmill import` again (it indexes what the index is missing) or `chatmill reindex`".into()
-        })),
-        retryable: true,
-    }
-}
-
-/// Adds what an index sink did to the summary and the run's index failure.
-fn merge_indexed(summary: &mut Summary, failure: &mut IndexFailure, done: Indexed) {
-    summary.chunks_indexed += done.chunks;
-    if let Some((n, e)) = done.failure {
-        let before = failure.as_ref().map_or(0, |f| f.0);
-        *failure = Some((before + n, e));
-    }
-}
-
-/// A failed index call: how many chunks it left out, and why.
-type IndexFailure = Option<(u32, chatmill_index::IndexError)>;
-
-/// What importing one input works on and reports to.
-struct Work<'r, 'p, 's> {
-    svc: &'r Services<'s>,
-    /// The inputs parsed ahead of their turn.
-    ahead: &'r mut ahead::Ahead<'p, 's>,
-    opts: &'r ImportOptions,
-    processor: &'r mut Processor<'s>,
-    manifest: &'r mut Manifest,
-    summary: &'r mut Summary,
-    /// The export files attachments may link.
-    assets: &'r Assets<'r>,
-    /// Inputs a reprocess reads again whatever their hash.
-    due: Option<&'r std::collections::BTreeSet<String>>,
-    /// The conversation notes: a new conversation's is written at its
-    /// commit, the others' after the input.
-    notes: &'r mut chatmill_root::notes::Notes,
-    /// The run's index sink: committed chunks are indexed in batches
-    /// across inputs, on a thread of their own.
-    index: Option<&'r IndexSink<'p>>,
 }

@@ -17,12 +17,14 @@
 //! claims taken out of the index and the chunk folder, and the list cleared
 //! (a run killed in between does it at its end).
 
+use crate::import::Reprocess;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use chatmill_runtime::AdapterSet;
 
-use super::{ImportError, ImportOptions, Services};
+use super::error::ImportError;
+use super::options::{ImportOptions, Services};
 use chatmill_root::chunk::CHUNK_FORMAT;
 use chatmill_root::chunk_store::ChunkStore;
 use chatmill_root::inventory::Item;
@@ -32,14 +34,6 @@ use chatmill_root::root::Root;
 
 /// How long the removal of stale chunks waits for the root lock.
 const LOCK_WAIT: Duration = Duration::from_secs(600);
-
-/// `import --reprocess`: which outdated inputs to read again.
-#[derive(Debug, Clone, Default)]
-pub struct Reprocess {
-    /// Only inputs whose chunks are of this platform, or that this adapter
-    /// read (`None`: every outdated input).
-    pub only: Option<String>,
-}
 
 /// Whether the input of `rec` was read by something else than would read
 /// it now: another build of its adapter, or an older chunk format. Inputs

@@ -4,13 +4,15 @@
 //! joined to its requests file when the same adapter reads both. Then the
 //! input goes through the stages and its outcome is recorded.
 
+use crate::import::parse::file_input;
 use std::collections::BTreeSet;
 
 use chatmill_runtime::{Input, LoadedAdapter, SelectError};
 use chrono::Utc;
 
+use super::options::{ImportOptions, Services};
 use super::record::{Digest, Hashing, problem, record_file, unreadable};
-use super::{ImportOptions, Services, Work};
+use super::work::Work;
 use crate::processor::Processor;
 use chatmill_root::chunk::ChunkDoc;
 use chatmill_root::inventory::{self, Item};
@@ -132,19 +134,6 @@ fn unchanged(manifest: &Manifest, key: &str, sha256: &str) -> bool {
         .files
         .get(key)
         .is_some_and(|rec| rec.sha256 == sha256 && rec.status != FileStatus::Failed)
-}
-
-/// The input an adapter reads for `item` (`size` bytes, at `local`): it
-/// sees the entry's own name (session ids, shard numbers come from it), and
-/// messages name the input as the user knows it.
-pub(super) fn file_input(item: &Item, size: u64, local: &std::path::Path) -> Input {
-    let path = local.to_path_buf();
-    Input::from_opener(
-        item.file_name.clone(),
-        item.key.clone(),
-        Some(size),
-        move || Ok(Box::new(fs_err::File::open(&path)?) as Box<dyn std::io::Read + Send>),
-    )
 }
 
 /// A batch's requests file followed by its results file, as one input

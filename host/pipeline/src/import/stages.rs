@@ -6,21 +6,28 @@
 //! on timing, and a bounded channel and [`IN_FLIGHT_PAIRS`] keep memory to
 //! a few conversations.
 
+use crate::import::parse::Arrival;
+use crate::import::parse::Parsed;
+use crate::import::parse::Sent;
+use crate::import::parse::parse_into;
+use crate::import::prepare::Done;
+use crate::import::prepare::prepare;
+use crate::import::prepare::seen_before;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
-use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::mpsc::Receiver;
 use std::sync::{Mutex, PoisonError};
 
-use chatmill_model::Conversation;
-use chatmill_runtime::{Adjustments, Declined, Input, LoadedAdapter};
+use chatmill_runtime::{Input, LoadedAdapter};
 use chrono::{DateTime, Utc};
 
-use super::{Services, Summary, Work};
-use crate::processor::{Prepared, Processor, Written, chunked_after};
+use super::summary::Summary;
+use super::work::Work;
+use crate::processor::{Prepared, Processor, Written};
 use crate::sink::{ChunkSink, IndexSink};
 use chatmill_root::assets::Assets;
 use chatmill_root::inventory::Item;
-use chatmill_root::manifest::{FileRecord, Manifest, conversation_key};
+use chatmill_root::manifest::{FileRecord, Manifest};
 use chatmill_root::notes::Notes;
 
 /// Pairs being prepared at once, at most (and one conversation, however
@@ -36,160 +43,6 @@ pub(super) struct Staged<'a> {
     /// Pairs parsed, and the items the adapter skipped.
     pub pairs: usize,
     pub skipped: u32,
-}
-
-/// What the parse thread leaves: the adapter that read the input, the ones
-/// that declined it first, what the trust boundary changed, and the hint of
-/// the error that ended the parse.
-#[derive(Default)]
-pub(super) struct Parsed<'a> {
-    pub(super) adapter: Option<&'a LoadedAdapter>,
-    pub(super) declined: Vec<Declined>,
-    pub(super) adjustments: Adjustments,
-    pub(super) hint: Option<String>,
-    /// Live: unfinished last pairs held back.
-    pub(super) waiting: u32,
-}
-
-/// A conversation as its parse delivers it, with its chunks when they were
-/// prepared ahead of its turn.
-pub(super) struct Arrival {
-    pub(super) conv: Conversation,
-    pub(super) early: Option<Early>,
-}
-
-/// What the parse sends: a conversation, or the error that ends it.
-pub(super) type Sent = Result<Arrival, String>;
-
-/// Prepares a parsed conversation before it is sent, when it can.
-pub(super) type Stage<'s> = &'s mut dyn FnMut(&Conversation) -> Option<Early>;
-
-/// A conversation prepared by the thread that parsed it, ahead of its
-/// turn ([`super::ahead`]), by a staging processor: its chunk files are
-/// temp files until the commit loop finds that it is chunked as far as
-/// was guessed and none of its chunks is known, and places them.
-pub(super) struct Early {
-    /// How far the conversation was taken to be chunked.
-    pub(super) seen: u32,
-    pub(super) done: Done,
-    /// The vectors made with the chunks ([`crate::sink::made_ahead`]).
-    pub(super) vectors: Option<Vec<Vec<f32>>>,
-}
-
-impl Early {
-    /// The conversation as prepared, its files placed and its vectors
-    /// handed to `sink`, when it was prepared as `p` would prepare it now
-    /// (chunked to `seen`, no chunk known); `None` when it must be
-    /// prepared again (its temp files are then taken out).
-    fn take(self, seen: u32, p: &Processor<'_>, sink: &(dyn ChunkSink + '_)) -> Option<Done> {
-        let Early {
-            seen: guessed,
-            done: (pairs, skipped, prepared),
-            vectors,
-        } = self;
-        let mut prepared = prepared.ok().filter(|_| guessed == seen)?;
-        if p.knows_any(prepared.written()) {
-            return None;
-        }
-        if let Err(e) = prepared.place() {
-            tracing::debug!("chunk files prepared ahead could not be placed: {e}");
-            return None;
-        }
-        sink.made(prepared.written(), vectors);
-        Some((pairs, skipped, Ok(prepared)))
-    }
-
-    /// [`Early::take`], counted on this thread for the tests: how many
-    /// were placed, and how many prepared again.
-    fn taken(self, seen: u32, p: &Processor<'_>, sink: &(dyn ChunkSink + '_)) -> Option<Done> {
-        let done = self.take(seen, p, sink);
-        #[cfg(test)]
-        EARLY.with(|c| {
-            let (placed, again) = c.get();
-            c.set(match done {
-                Some(_) => (placed + 1, again),
-                None => (placed, again + 1),
-            });
-        });
-        done
-    }
-}
-
-#[cfg(test)]
-thread_local! {
-    /// Conversations prepared ahead that this thread's commit loop placed,
-    /// and those it prepared again.
-    pub(super) static EARLY: std::cell::Cell<(usize, usize)> = const { std::cell::Cell::new((0, 0)) };
-}
-
-/// Parses `input` with the first of `candidates` that takes it, sending
-/// each conversation (or the error that ends the parse) on `tx`; `early`
-/// prepares a conversation before it is sent, when it can.
-pub(super) fn parse_into<'a>(
-    svc: &Services<'a>,
-    candidates: &[&'a LoadedAdapter],
-    input: &Input,
-    live: Option<bool>,
-    (tx, early): (&SyncSender<Sent>, Option<Stage<'_>>),
-) -> Parsed<'a> {
-    let mut early = early;
-    let mut send = |conv: Conversation| {
-        let early = early.as_mut().and_then(|f| f(&conv));
-        tx.send(Ok(Arrival { conv, early })).is_ok()
-    };
-    let (mut stream, declined) = match svc.runtime.parse_first(candidates, input) {
-        Ok(opened) => opened,
-        Err(e) => {
-            let _ = tx.send(Err(e.to_string()));
-            return Parsed {
-                hint: e.hint(),
-                ..Parsed::default()
-            };
-        }
-    };
-    let mut hint = None;
-    let mut waiting = 0;
-    // Live: one conversation ahead, since a partial last line can only be
-    // the last conversation's.
-    let mut ahead: Option<Conversation> = None;
-    let end = loop {
-        match stream.next_conversation() {
-            Ok(Some(conv)) => {
-                let conv = match live {
-                    None => conv,
-                    Some(_) => match ahead.replace(conv) {
-                        Some(mut prev) => {
-                            waiting += u32::from(super::live::hold_back(&mut prev, false));
-                            prev
-                        }
-                        None => continue,
-                    },
-                };
-                if !send(conv) {
-                    break None; // The processing side gave up.
-                }
-            }
-            Ok(None) => break Some(Ok(())),
-            Err(e) => {
-                hint = e.hint();
-                break Some(Err(e.to_string()));
-            }
-        }
-    };
-    if let (Some(partial), Some(mut last), Some(_)) = (live, ahead.take(), &end) {
-        waiting += u32::from(super::live::hold_back(&mut last, partial));
-        send(last);
-    }
-    if let Some(Err(e)) = end {
-        let _ = tx.send(Err(e));
-    }
-    Parsed {
-        adapter: Some(stream.adapter()),
-        declined,
-        adjustments: stream.adjustments().clone(),
-        hint,
-        waiting,
-    }
 }
 
 /// One input's sink: the chunk ids its manifest record lists, the chunks
@@ -326,10 +179,6 @@ impl<'a> Parser<'_, '_, 'a> {
     }
 }
 
-/// A conversation prepared: its pairs, the items the adapter skipped in
-/// it, and its chunks (written, not yet committed).
-pub(super) type Done = (usize, u32, Result<Prepared, String>);
-
 /// Prepares each conversation from `parsed` on the thread pool as it comes
 /// and commits them here in input order into `sink`. How far a
 /// conversation is already chunked is worked out as the conversations
@@ -400,49 +249,6 @@ fn prepare_and_commit(
             waiting.insert(seq, done);
         }
     })
-}
-
-/// The last pair of `conv` already chunked: by the conversations before it
-/// in this file (`chunked`), else as `recorded` says of its key; records
-/// how far it will be chunked.
-pub(super) fn seen_before(
-    chunked: &mut HashMap<String, u32>,
-    conv: &Conversation,
-    recorded: impl FnOnce(&str) -> u32,
-) -> u32 {
-    let key = conversation_key(&conv.platform, &conv.id);
-    let seen = chunked.get(&key).copied().unwrap_or_else(|| recorded(&key));
-    chunked.insert(key, chunked_after(conv, seen));
-    seen
-}
-
-/// One conversation prepared on a worker thread (or ahead, by the thread
-/// that parsed it); whatever happens in it, it answers (the commit loop
-/// waits for every conversation).
-pub(super) fn prepare(
-    p: &Processor<'_>,
-    sink: &(dyn ChunkSink + '_),
-    conv: &Conversation,
-    (file_name, mtime): (&str, DateTime<Utc>),
-    seen: u32,
-) -> Done {
-    let prepared = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let prepared = p.prepare(conv, file_name, mtime, seen, None)?;
-        sink.prepared(prepared.written());
-        Ok::<_, crate::processor::ProcessError>(prepared)
-    }));
-    let prepared = match prepared {
-        Ok(done) => done.map_err(|e| e.to_string()),
-        Err(_) => Err(format!(
-            "chunking conversation `{}` failed unexpectedly (a bug in chatmill: please report it)",
-            conv.id
-        )),
-    };
-    let skipped = conv
-        .skipped
-        .values()
-        .fold(0u32, |n, &m| n.saturating_add(m));
-    (conv.pairs.len(), skipped, prepared)
 }
 
 /// Records `prepared` in the manifest, writes the note of a conversation

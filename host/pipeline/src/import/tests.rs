@@ -2,7 +2,9 @@
 
 use super::record::Hashing;
 use super::*;
+use crate::processor::ProcessorConfig;
 use chatmill_chunking::header::ExtractiveWriter;
+use chatmill_index::Indexer;
 use chatmill_index::{ChunkRecord, IndexError};
 use chatmill_root::manifest::ConversationRecord;
 use chatmill_root::root::Root;
@@ -389,10 +391,10 @@ fn conversations_prepared_ahead_are_placed_only_where_their_guess_holds() {
     import_one_by_one(&svc, &sessions, &one_by_one, (&early, &full));
 
     let counted = |f: &mut dyn FnMut() -> Summary| {
-        stages::EARLY.with(|c| c.set((0, 0)));
+        prepare::EARLY.with(|c| c.set((0, 0)));
         let s = f();
         assert!(s.errors.is_empty(), "{s:?}");
-        stages::EARLY.with(std::cell::Cell::get)
+        prepare::EARLY.with(std::cell::Cell::get)
     };
     // All at once, parsed two ahead, indexed: every chunk reaches the
     // index with the vector made beside it, ahead or on the pool. Each

@@ -5,9 +5,13 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use super::{NoteError, NoteFront, Scanned, file_name, first_turn, note_of, numbered};
+use super::error::NoteError;
+use super::name::{file_name, note_of, numbered};
+use super::render::{NoteFront, first_turn};
 use crate::chunk::ChunkDoc;
+use crate::chunk_store::Scanned;
 use crate::manifest::Manifest;
+use crate::root::Root;
 
 /// What a new note is named from: the date of the conversation's first
 /// chunk and the title of its last, and the conversation it belongs to.
@@ -166,4 +170,14 @@ fn listed_names(dir: &Path) -> HashSet<String> {
         .flatten()
         .map(|e| e.file_name().to_string_lossy().to_lowercase())
         .collect()
+}
+
+/// Whether `dir` is a root's notes folder (`<root>/conversations` beside
+/// the root's manifest or state folder): never an input.
+pub fn is_notes_folder(dir: &Path) -> bool {
+    dir.file_name().is_some_and(|n| n == crate::root::NOTES_DIR)
+        && dir.parent().is_some_and(|p| {
+            let root = Root::new(p);
+            root.manifest().is_file() || root.state().is_dir()
+        })
 }
