@@ -3,173 +3,36 @@
 //! written atomically, and recorded in the manifest. Shared by batch import
 //! and inline mode.
 
+use crate::processor::prepared::Staged;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
 
-use chatmill_index::ChunkRecord;
 use chatmill_model::{Conversation, Pair};
 use chrono::{DateTime, SecondsFormat, Utc};
 
-use chatmill_chunking::chunker::{
-    ChunkerConfig, CoverageError, PairText, Plan, PlannedChunk, plan,
-};
-use chatmill_chunking::header::{HeaderError, HeaderInput, HeaderWriter, Previous};
+use chatmill_chunking::chunker::{ChunkerConfig, PairText, Plan, PlannedChunk, plan};
+use chatmill_chunking::header::{HeaderInput, HeaderWriter, Previous};
 use chatmill_chunking::render::{RenderOptions, plain_text, render_parts};
 use chatmill_root::atomic::Folder;
-use chatmill_root::chunk::{ChunkDoc, ChunkError, Exchange, Frontmatter, chunk_id, turn_range};
+use chatmill_root::chunk::{ChunkDoc, Exchange, Frontmatter, chunk_id, turn_range};
 use chatmill_root::chunk_store::Scanned;
 use chatmill_root::manifest::{Excluded, InputPairs, Manifest, conversation_key};
 use chatmill_root::record::index_record;
 
+mod config;
+mod error;
+mod known;
+mod prepared;
+
+use known::Known;
+
+pub use config::{Naming, ProcessorConfig, slug};
+pub use error::ProcessError;
+pub use prepared::{HEADER_STATUS, Outcome, Prepared, Written};
+
 /// Frontmatter keys adapters' metadata may not override. The runtime drops
 /// and reports them already; kept here too, as the last line before YAML.
 const RESERVED: &[&str] = chatmill_model::RESERVED_KEYS;
-
-/// How chunk files are named.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Naming {
-    /// `<chunk_id>.md` (batch import).
-    #[default]
-    ChunkId,
-    /// The spec's inline name:
-    /// `YYYY-MM-DD_HH-MM_session-<short-id>_pair-<NNN>_<topic-slug>.md`.
-    Inline,
-}
-
-#[derive(Debug, Clone)]
-pub struct ProcessorConfig {
-    pub naming: Naming,
-    /// Where chunk files are written.
-    pub out_dir: PathBuf,
-    /// `external` for imports, the agent's id inline.
-    pub agent_id: String,
-    pub render: RenderOptions,
-    pub chunker: ChunkerConfig,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Written {
-    pub chunk_id: String,
-    pub path: PathBuf,
-    /// What the index gets for it.
-    pub record: ChunkRecord,
-    /// Its header is a stand-in, queued for backfill.
-    pub header_pending: bool,
-}
-
-/// The frontmatter key that marks a chunk whose header is a stand-in.
-pub const HEADER_STATUS: &str = "header_status";
-
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Outcome {
-    pub written: Vec<Written>,
-    /// Chunks that already existed (same chunk id).
-    pub duplicates: u32,
-    /// Mechanical exchanges left out.
-    pub excluded: u32,
-    /// Pairs this run looked at (those the manifest had not seen).
-    pub new_pairs: u32,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum ProcessError {
-    #[error(transparent)]
-    Coverage(#[from] CoverageError),
-    #[error("cannot write chunk `{chunk_id}`: {source}")]
-    Write {
-        chunk_id: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("cannot render chunk `{chunk_id}`: {source}")]
-    Render {
-        chunk_id: String,
-        #[source]
-        source: ChunkError,
-    },
-    #[error("header writer failed for chunk `{chunk_id}`: {source}")]
-    Header {
-        chunk_id: String,
-        #[source]
-        source: HeaderError,
-    },
-}
-
-/// A conversation chunked and written, not yet recorded.
-#[derive(Debug)]
-pub struct Prepared {
-    key: String,
-    /// The last pair looked at (`None`: nothing new).
-    last_pair: Option<u32>,
-    outcome: Outcome,
-    /// The last chunk's topics and request, for the next header.
-    pub previous: Option<Previous>,
-    /// The pairs the conversation holds, and those of its new pairs left out.
-    parsed: u32,
-    exclusions: Vec<Excluded>,
-    /// A conversation chunked for the first time: its note, rendered here
-    /// from the chunks as written.
-    note: Option<chatmill_root::notes::Ready>,
-    /// The chunk files, when a staging processor wrote them as temp files.
-    staged: Option<Staged>,
-}
-
-impl Prepared {
-    /// The chunks written, to be committed.
-    pub fn written(&self) -> &[Written] {
-        &self.outcome.written
-    }
-
-    /// The note of a conversation chunked for the first time, taken out to
-    /// be named and written at its commit ([`chatmill_root::notes::Notes::write_ready`]).
-    pub fn take_note(&mut self) -> Option<chatmill_root::notes::Ready> {
-        self.note.take()
-    }
-
-    /// The conversation's manifest key.
-    pub fn key(&self) -> &str {
-        &self.key
-    }
-
-    /// Puts the staged chunk files in place (nothing to do when they were
-    /// written in place). On an error the ones not placed are taken out.
-    pub fn place(&mut self) -> std::io::Result<()> {
-        let Some(staged) = &mut self.staged else {
-            return Ok(());
-        };
-        while let Some((tmp, name)) = staged.files.pop() {
-            if let Err(e) = staged.folder.place(&tmp, &name) {
-                staged.folder.discard(&tmp);
-                return Err(e);
-            }
-        }
-        // The folder's handle goes now, not at the commit.
-        self.staged = None;
-        Ok(())
-    }
-}
-
-/// Lowercase ASCII letters and digits joined by `-`, at most `max` chars.
-pub fn slug(s: &str, max: usize) -> String {
-    let mut out = String::new();
-    for c in s.chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c.to_ascii_lowercase());
-        } else if !out.is_empty() && !out.ends_with('-') {
-            out.push('-');
-        }
-        if out.len() >= max {
-            break;
-        }
-    }
-    let out = out.trim_end_matches('-');
-    if out.is_empty() {
-        "x".into()
-    } else {
-        out.to_string()
-    }
-}
 
 pub struct Processor<'a> {
     cfg: ProcessorConfig,
@@ -190,22 +53,6 @@ pub struct Processor<'a> {
     staging: bool,
 }
 
-/// Chunk files written as temp files, each with the name it is to have;
-/// the ones still here when it is dropped are taken out.
-#[derive(Debug)]
-struct Staged {
-    folder: Folder,
-    files: Vec<(String, String)>,
-}
-
-impl Drop for Staged {
-    fn drop(&mut self) {
-        for (tmp, _) in &self.files {
-            self.folder.discard(tmp);
-        }
-    }
-}
-
 /// Where one conversation's chunk files go: the output folder (opened at
 /// the first), what its note lists (a first chunking), and the temp files
 /// of a staging processor.
@@ -214,41 +61,6 @@ struct Out {
     folder: Option<Folder>,
     entries: Option<Vec<Scanned>>,
     staged: Vec<(String, String)>,
-}
-
-/// The chunk ids already recorded, kept as 128-bit hashes: ~20 bytes an id
-/// where a set of the strings would take ~100 (the manifest lists every id
-/// twice already; a third copy would be a third of what an import holds
-/// per chunk). Two ids share a hash with odds of ~10⁻²⁷ among a million.
-#[derive(Default)]
-struct Known(rustc_hash::FxHashSet<u128>);
-
-impl Known {
-    fn hash(id: &str) -> u128 {
-        use std::hash::{DefaultHasher, Hasher};
-        let half = |seed: u8| {
-            let mut h = DefaultHasher::new();
-            h.write_u8(seed);
-            h.write(id.as_bytes());
-            h.finish()
-        };
-        (u128::from(half(0)) << 64) | u128::from(half(1))
-    }
-
-    fn contains(&self, id: &str) -> bool {
-        self.0.contains(&Self::hash(id))
-    }
-
-    /// Whether `id` was new.
-    fn insert(&mut self, id: &str) -> bool {
-        self.0.insert(Self::hash(id))
-    }
-}
-
-impl<'s> FromIterator<&'s str> for Known {
-    fn from_iter<I: IntoIterator<Item = &'s str>>(ids: I) -> Self {
-        Self(ids.into_iter().map(Self::hash).collect())
-    }
 }
 
 fn iso(t: DateTime<Utc>) -> String {
@@ -466,17 +278,7 @@ impl<'a> Processor<'a> {
         let (c, plan) = self.chunking(conv, source_file, fallback_time, fresh);
         plan.check(c.texts.len())?;
         out.excluded = plan.excluded.len() as u32;
-        let exclusions = plan
-            .excluded
-            .iter()
-            .map(|&(pos, why)| Excluded {
-                pair: c.fresh[pos].index,
-                reason: match why {
-                    chatmill_chunking::chunker::Exclusion::Mechanical => "mechanical".into(),
-                },
-                request: c.texts[pos].user.chars().take(80).collect(),
-            })
-            .collect();
+        let exclusions = exclusions(&c, &plan);
         let mut previous = previous.or_else(|| self.previous_before(&c, seen));
         let mut to = Out {
             // A conversation chunked for the first time: what its note lists.
@@ -784,6 +586,20 @@ impl<'a> Processor<'a> {
     }
 }
 
+/// The new pairs `plan` leaves out, as the manifest records them.
+fn exclusions(c: &Chunking<'_>, plan: &Plan) -> Vec<Excluded> {
+    plan.excluded
+        .iter()
+        .map(|&(pos, why)| Excluded {
+            pair: c.fresh[pos].index,
+            reason: match why {
+                chatmill_chunking::chunker::Exclusion::Mechanical => "mechanical".into(),
+            },
+            request: c.texts[pos].user.chars().take(80).collect(),
+        })
+        .collect()
+}
+
 /// What every chunk of one conversation is written with.
 struct Chunking<'c> {
     conv: &'c Conversation,
@@ -847,6 +663,7 @@ impl Chunking<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::processor::known::Known;
     use chatmill_chunking::header::ExtractiveWriter;
     use chatmill_model::{Pair, Part};
     use chatmill_root::manifest::ConversationRecord;

@@ -20,6 +20,20 @@
 //! before the next (one lock, one sync of the raw logs, one embedding call,
 //! one manifest save), in the order they came, with an answer per turn.
 
+mod error;
+mod raw_log;
+mod step;
+mod turn;
+
+use crate::inline::raw_log::sync_logs;
+use crate::inline::step::Step;
+use crate::inline::step::answers;
+use crate::inline::step::fail_all;
+use crate::inline::turn::check;
+use crate::inline::turn::conversation_of;
+pub use error::InlineError;
+pub use turn::{Ack, Turn};
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -28,112 +42,16 @@ use std::time::Duration;
 
 use chatmill_adapter_markdown::{RawLogEntry, parse_raw_log, render_raw_log_entry};
 use chatmill_index::{ChunkRecord, Indexer};
-use chatmill_model::{Conversation, Pair, Part};
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 
 use crate::backfill::Queue;
-use crate::processor::{Naming, ProcessError, Processor, ProcessorConfig, Written};
+use crate::processor::{Naming, Processor, ProcessorConfig, Written};
 use chatmill_chunking::header::{HeaderWriter, Previous};
 use chatmill_chunking::title::names_conversation;
 use chatmill_root::chunk_store::ChunkStore;
-use chatmill_root::lock::{LockError, RootLock};
-use chatmill_root::manifest::{Manifest, ManifestError, conversation_key, stamp};
+use chatmill_root::lock::RootLock;
+use chatmill_root::manifest::{Manifest, conversation_key, stamp};
 use chatmill_root::root::Root;
-
-/// One finished exchange.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Turn {
-    pub session_id: String,
-    /// 1-based, in order within the session.
-    pub turn_index: u32,
-    pub user: String,
-    pub assistant: String,
-    #[serde(default)]
-    pub model: Option<String>,
-    /// When the user spoke (default: now).
-    #[serde(default)]
-    pub timestamp: Option<DateTime<Utc>>,
-    /// Default `user`.
-    #[serde(default)]
-    pub agent_id: Option<String>,
-    #[serde(default)]
-    pub title: Option<String>,
-}
-
-/// What a turn became.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Ack {
-    /// `None` when the exchange was mechanical ("thanks") and left out.
-    pub chunk_id: Option<String>,
-    /// The chunk file.
-    pub path: Option<PathBuf>,
-    pub indexed: bool,
-    /// The turn was already recorded; nothing was written.
-    pub duplicate: bool,
-    /// Why no chunk was written, when none was.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub excluded: Option<String>,
-    /// The header is a stand-in; the real one is queued.
-    pub header_pending: bool,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum InlineError {
-    #[error(
-        "invalid session id `{0}`: use 1–128 letters, digits, `.`, `_` or `-`, not starting with `.`"
-    )]
-    Session(String),
-    #[error("invalid turn: {0}")]
-    Turn(String),
-    #[error("cannot append to the raw log `{path}`: {source}")]
-    RawLog {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error(transparent)]
-    Process(#[from] ProcessError),
-    #[error(transparent)]
-    Manifest(#[from] ManifestError),
-    #[error(transparent)]
-    Lock(#[from] LockError),
-    #[error(transparent)]
-    Backfill(#[from] crate::backfill::BackfillError),
-    /// One failure shared by the turns of a batch.
-    #[error(transparent)]
-    Batch(Arc<InlineError>),
-}
-
-impl InlineError {
-    /// Whether the caller sent something wrong (as opposed to a server-side
-    /// failure).
-    pub fn is_client_error(&self) -> bool {
-        match self {
-            Self::Batch(e) => e.is_client_error(),
-            e => matches!(e, Self::Session(_) | Self::Turn(_)),
-        }
-    }
-
-    /// Whether another writer (an import) held the root too long: the
-    /// turn may be sent again.
-    pub fn is_busy(&self) -> bool {
-        match self {
-            Self::Batch(e) => e.is_busy(),
-            e => matches!(e, Self::Lock(_)),
-        }
-    }
-}
-
-fn valid_session(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= 128
-        && !id.starts_with('.')
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-}
 
 /// What the writer remembers per session between turns.
 #[derive(Debug, Default)]
@@ -611,144 +529,6 @@ impl InlineWriter {
         session.raw_turn = t.turn_index;
         Ok(Some((raw_path, file)))
     }
-}
-
-/// Refuses a turn that cannot be recorded.
-fn check(t: &Turn) -> Result<(), InlineError> {
-    if !valid_session(&t.session_id) {
-        return Err(InlineError::Session(t.session_id.clone()));
-    }
-    if t.turn_index == 0 {
-        return Err(InlineError::Turn("`turn_index` starts at 1".into()));
-    }
-    if t.user.trim().is_empty() && t.assistant.trim().is_empty() {
-        return Err(InlineError::Turn(
-            "`user` and `assistant` are both empty".into(),
-        ));
-    }
-    Ok(())
-}
-
-/// The turn as a one-pair conversation: the same identity (`local`, the
-/// session id) a batch import of its raw log gives.
-fn conversation_of(t: &Turn, time: DateTime<Utc>) -> Conversation {
-    Conversation {
-        id: t.session_id.clone(),
-        title: t.title.clone(),
-        created: None,
-        updated: None,
-        platform: "local".into(),
-        model: None,
-        metadata: BTreeMap::from([("session_id".to_string(), t.session_id.clone())]),
-        pairs: vec![Pair {
-            index: t.turn_index,
-            timestamp: Some(time),
-            model: t.model.clone(),
-            user: vec![Part::Text {
-                text: t.user.clone(),
-            }],
-            assistant: vec![Part::Text {
-                text: t.assistant.clone(),
-            }],
-            metadata: BTreeMap::new(),
-        }],
-        skipped: BTreeMap::new(),
-    }
-}
-
-/// Makes the raw logs appended to durable: one fsync for one log, one
-/// `syncfs` for several (a sync is a journal commit either way). The
-/// sessions whose log may not be on disk, with why.
-fn sync_logs<'s>(
-    appended: &HashMap<&'s str, (PathBuf, fs_err::File)>,
-) -> HashMap<&'s str, std::io::Error> {
-    let failed = |e: std::io::Error| {
-        appended
-            .keys()
-            .map(|&s| (s, std::io::Error::new(e.kind(), e.to_string())))
-            .collect()
-    };
-    match appended.len() {
-        0 => HashMap::new(),
-        1 => {
-            let (_, file) = appended.values().next().expect("one");
-            file.sync_data().map_or_else(failed, |()| HashMap::new())
-        }
-        _ => {
-            let (_, file) = appended.values().next().expect("several");
-            rustix::fs::syncfs(file.file()).map_or_else(|e| failed(e.into()), |()| HashMap::new())
-        }
-    }
-}
-
-/// Where one turn of a batch stands.
-enum Step {
-    /// Answered: refused, a resend, or failed.
-    Done(Result<Ack, InlineError>),
-    /// Valid; waiting for the lock.
-    Checked,
-    /// In its raw log, durable; the time it is chunked with.
-    Logged(DateTime<Utc>),
-    /// Committed to the manifest in memory, with no chunk.
-    Nothing(Ack),
-    /// Committed with this chunk; whether the index took it.
-    Chunk {
-        written: Box<Written>,
-        indexed: bool,
-    },
-}
-
-/// Every turn whose step `which` matches fails with `e` (one failure of
-/// the batch: the lock, the manifest).
-fn fail_all(steps: &mut [Step], e: InlineError, which: impl Fn(&Step) -> bool) {
-    let mut hit: Vec<&mut Step> = steps.iter_mut().filter(|s| which(s)).collect();
-    if let [one] = hit.as_mut_slice() {
-        **one = Step::Done(Err(e));
-        return;
-    }
-    let e = Arc::new(e);
-    for step in hit {
-        *step = Step::Done(Err(InlineError::Batch(Arc::clone(&e))));
-    }
-}
-
-/// Each turn's answer, in order.
-fn answers(steps: Vec<Step>) -> Vec<Result<Ack, InlineError>> {
-    // For a resend of a turn chunked earlier in the same batch.
-    let indexed: HashMap<String, bool> = steps
-        .iter()
-        .filter_map(|s| match s {
-            Step::Chunk { written, indexed } => Some((written.chunk_id.clone(), *indexed)),
-            _ => None,
-        })
-        .collect();
-    steps
-        .into_iter()
-        .map(|step| match step {
-            Step::Done(Ok(mut ack)) => {
-                if let Some(&took) = ack.chunk_id.as_ref().and_then(|id| indexed.get(id)) {
-                    ack.indexed = took;
-                }
-                Ok(ack)
-            }
-            Step::Done(answer) => answer,
-            Step::Nothing(ack) => Ok(ack),
-            Step::Chunk {
-                written: w,
-                indexed,
-            } => Ok(Ack {
-                header_pending: w.header_pending,
-                chunk_id: Some(w.chunk_id),
-                path: Some(w.path),
-                indexed,
-                duplicate: false,
-                excluded: None,
-            }),
-            Step::Checked | Step::Logged(_) => {
-                unreachable!("each step of `turns` moves every turn it takes on")
-            }
-        })
-        .collect()
 }
 
 #[cfg(test)]
