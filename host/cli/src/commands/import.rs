@@ -23,27 +23,8 @@ pub fn run(ctx: &Context, args: ImportArgs) -> Result<ExitCode, CliError> {
         only: args.only.clone(),
     });
     // A progress bar on a terminal (stderr), log lines otherwise.
-    let bar = std::io::stderr().is_terminal().then(|| {
-        let bar = indicatif::ProgressBar::new(0);
-        bar.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} files  {wide_msg}",
-            )
-            .expect("a valid template"),
-        );
-        bar
-    });
-    let mut progress = |p: Progress<'_>| match (p, &bar) {
-        (Progress::Inventory { files }, Some(bar)) => bar.set_length(files as u64),
-        (Progress::File { index, name, .. }, Some(bar)) => {
-            bar.set_position(index as u64);
-            bar.set_message(name.to_string());
-        }
-        (Progress::Inventory { files }, None) => tracing::info!("{files} input files"),
-        (Progress::File { index, of, name }, None) => {
-            tracing::info!("[{}/{of}] {name}", index + 1);
-        }
-    };
+    let bar = progress_bar();
+    let mut progress = |p: Progress<'_>| report_progress(p, bar.as_ref());
     let index = if args.no_index {
         None
     } else {
@@ -76,14 +57,7 @@ pub fn run(ctx: &Context, args: ImportArgs) -> Result<ExitCode, CliError> {
         Some(index) => index.pending_count()?,
         None => 0,
     };
-    for w in &summary.warnings {
-        let hint = w
-            .hint
-            .as_deref()
-            .map(|h| format!("\nhint: {h}"))
-            .unwrap_or_default();
-        crate::render::warning(&format!("`{}`: {}{hint}", w.file, w.reason));
-    }
+    warn_inputs(&summary);
     notice_outdated(&summary);
     if args.json {
         let mut s = serde_json::to_value(&summary)?;
@@ -110,6 +84,47 @@ pub fn run(ctx: &Context, args: ImportArgs) -> Result<ExitCode, CliError> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The import's progress bar, on a terminal (stderr) only.
+fn progress_bar() -> Option<indicatif::ProgressBar> {
+    std::io::stderr().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} files  {wide_msg}",
+            )
+            .expect("a valid template"),
+        );
+        bar
+    })
+}
+
+/// One progress event, on the bar, or as a log line without one.
+fn report_progress(p: Progress<'_>, bar: Option<&indicatif::ProgressBar>) {
+    match (p, bar) {
+        (Progress::Inventory { files }, Some(bar)) => bar.set_length(files as u64),
+        (Progress::File { index, name, .. }, Some(bar)) => {
+            bar.set_position(index as u64);
+            bar.set_message(name.to_string());
+        }
+        (Progress::Inventory { files }, None) => tracing::info!("{files} input files"),
+        (Progress::File { index, of, name }, None) => {
+            tracing::info!("[{}/{of}] {name}", index + 1);
+        }
+    }
+}
+
+/// The inputs imported with something the user should know, as warnings.
+fn warn_inputs(summary: &Summary) {
+    for w in &summary.warnings {
+        let hint = w
+            .hint
+            .as_deref()
+            .map(|h| format!("\nhint: {h}"))
+            .unwrap_or_default();
+        crate::render::warning(&format!("`{}`: {}{hint}", w.file, w.reason));
+    }
 }
 
 fn print_human(s: &Summary, ctx: &Context) -> Result<(), CliError> {

@@ -50,57 +50,8 @@ fn json<T: Serialize>(value: &T) -> Result<(), CliError> {
 
 pub fn run(ctx: &Context, cmd: AdaptersCommand) -> Result<ExitCode, CliError> {
     match cmd {
-        AdaptersCommand::List { json: as_json } => {
-            let set = ctx.adapter_set()?;
-            if as_json {
-                json(&set.adapters().iter().map(listed).collect::<Vec<_>>())?;
-            } else {
-                outln!(
-                    "{:<14} {:<9} {:<6} {:<8} FORMATS",
-                    "ID",
-                    "VERSION",
-                    "API",
-                    "SOURCE"
-                );
-                for a in set.adapters() {
-                    let formats: Vec<_> = a.info.formats.iter().map(|f| f.id.as_str()).collect();
-                    outln!(
-                        "{:<14} {:<9} {:<6} {:<8} {}",
-                        a.info.id,
-                        visible(&a.info.version),
-                        a.api_version,
-                        a.origin.kind(),
-                        visible(&formats.join(", "))
-                    );
-                }
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        AdaptersCommand::Info { id, json: as_json } => {
-            let set = ctx.adapter_set()?;
-            let a = crate::adapter_lint::named_adapter(&set, &id)?;
-            if as_json {
-                json(&listed(a))?;
-            } else {
-                outln!("{} ({})", visible(&a.info.name), a.info.id);
-                outln!("version:     {}", visible(&a.info.version));
-                outln!("adapter API: {}", a.api_version);
-                outln!("source:      {}", a.origin.kind());
-                if let Some(p) = a.origin.path() {
-                    outln!("path:        {}", visible(&p.display().to_string()));
-                }
-                outln!("sha256:      {}", a.sha256);
-                outln!("formats:");
-                for f in &a.info.formats {
-                    outln!("  {:<28} {}", f.id, visible(&f.description));
-                    if !f.file_patterns.is_empty() {
-                        let patterns = f.file_patterns.join(", ");
-                        outln!("  {:<28} files: {}", "", visible(&patterns));
-                    }
-                }
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        AdaptersCommand::List { json } => list(ctx, json),
+        AdaptersCommand::Info { id, json } => info(ctx, &id, json),
         AdaptersCommand::Add { path, force } => add(ctx, &path, force),
         AdaptersCommand::Remove { id } => remove(ctx, &id),
         AdaptersCommand::New { name, lang, dir } => new::run(&name, lang, dir),
@@ -120,23 +71,81 @@ pub fn run(ctx: &Context, cmd: AdaptersCommand) -> Result<ExitCode, CliError> {
                 json,
             },
         ),
-        AdaptersCommand::Sniff { file } => {
-            let set = ctx.adapter_set()?;
-            let input = Input::from_path(&file);
-            let scores = set.scores(&ctx.runtime, &input)?;
-            for (id, score) in &scores {
-                outln!("{score:>3}  {id}");
-            }
-            match set.select(&ctx.runtime, &input, None) {
-                Ok(a) => outln!("chosen: {}", a.info.id),
-                Err(e) => render::warning(&format!(
-                    "{e}{}",
-                    e.hint().map(|h| format!("\nhint: {h}")).unwrap_or_default()
-                )),
-            }
-            Ok(ExitCode::SUCCESS)
+        AdaptersCommand::Sniff { file } => sniff(ctx, &file),
+    }
+}
+
+/// `adapters list`: one line per adapter, or JSON.
+fn list(ctx: &Context, as_json: bool) -> Result<ExitCode, CliError> {
+    let set = ctx.adapter_set()?;
+    if as_json {
+        json(&set.adapters().iter().map(listed).collect::<Vec<_>>())?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    outln!(
+        "{:<14} {:<9} {:<6} {:<8} FORMATS",
+        "ID",
+        "VERSION",
+        "API",
+        "SOURCE"
+    );
+    for a in set.adapters() {
+        let formats: Vec<_> = a.info.formats.iter().map(|f| f.id.as_str()).collect();
+        outln!(
+            "{:<14} {:<9} {:<6} {:<8} {}",
+            a.info.id,
+            visible(&a.info.version),
+            a.api_version,
+            a.origin.kind(),
+            visible(&formats.join(", "))
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `adapters info ID`: what one adapter is and reads.
+fn info(ctx: &Context, id: &str, as_json: bool) -> Result<ExitCode, CliError> {
+    let set = ctx.adapter_set()?;
+    let a = crate::adapter_lint::named_adapter(&set, id)?;
+    if as_json {
+        json(&listed(a))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    outln!("{} ({})", visible(&a.info.name), a.info.id);
+    outln!("version:     {}", visible(&a.info.version));
+    outln!("adapter API: {}", a.api_version);
+    outln!("source:      {}", a.origin.kind());
+    if let Some(p) = a.origin.path() {
+        outln!("path:        {}", visible(&p.display().to_string()));
+    }
+    outln!("sha256:      {}", a.sha256);
+    outln!("formats:");
+    for f in &a.info.formats {
+        outln!("  {:<28} {}", f.id, visible(&f.description));
+        if !f.file_patterns.is_empty() {
+            let patterns = f.file_patterns.join(", ");
+            outln!("  {:<28} files: {}", "", visible(&patterns));
         }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `adapters sniff FILE`: every adapter's score, and the one chosen.
+fn sniff(ctx: &Context, file: &std::path::Path) -> Result<ExitCode, CliError> {
+    let set = ctx.adapter_set()?;
+    let input = Input::from_path(file);
+    let scores = set.scores(&ctx.runtime, &input)?;
+    for (id, score) in &scores {
+        outln!("{score:>3}  {id}");
+    }
+    match set.select(&ctx.runtime, &input, None) {
+        Ok(a) => outln!("chosen: {}", a.info.id),
+        Err(e) => render::warning(&format!(
+            "{e}{}",
+            e.hint().map(|h| format!("\nhint: {h}")).unwrap_or_default()
+        )),
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn add(ctx: &Context, path: &std::path::Path, force: bool) -> Result<ExitCode, CliError> {
