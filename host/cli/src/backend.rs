@@ -9,9 +9,8 @@ use chatmill_index::{
     Cached, ChromaConfig, ChromaStore, Embedder, Index, IndexError, Lexical, RemoteConfig,
     RemoteEmbedder, SqliteStore, Store,
 };
-use serde::Deserialize;
-
 use chatmill_root::root::Root;
+use serde::Deserialize;
 
 use crate::command_error::CliError;
 use crate::render;

@@ -6,13 +6,13 @@
 
 use std::path::{Path, PathBuf};
 
+use chatmill_chunking::header::{HeaderInput, HeaderWriter};
 use chatmill_index::Indexer;
+use chatmill_root::chunk::ChunkDoc;
+use chatmill_root::record::index_record;
 use serde::{Deserialize, Serialize};
 
 use crate::processor::HEADER_STATUS;
-use chatmill_chunking::header::{HeaderInput, HeaderWriter};
-use chatmill_root::chunk::ChunkDoc;
-use chatmill_root::record::index_record;
 
 /// The queue file, relative to the root.
 

@@ -22,12 +22,13 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
+use chatmill_chunking::asset_link::{ASSETS_DIR, EXT_MAX, HASH_DIGITS};
 use chatmill_model::{ASSET_URI_SCHEME, Conversation, Part};
 
 use crate::inventory::{Item, Source};
 use crate::manifest::{AssetRecord, Manifest};
 use crate::root::Root;
-use chatmill_chunking::asset_link::{ASSETS_DIR, EXT_MAX, HASH_DIGITS};
+
 pub use chatmill_chunking::asset_link::{is_asset_name, linked};
 
 /// The files of one import's inventory an attachment may name, and the

@@ -1,6 +1,5 @@
 //! `chatmill backfill`: the headers still queued, from the header model.
 
-use crate::out::outln;
 use std::process::ExitCode;
 
 use chatmill_chunking::llm::LlmWriter;
@@ -9,6 +8,7 @@ use serde_json::json;
 
 use crate::command_error::CliError;
 use crate::context::Context;
+use crate::out::outln;
 
 pub fn run(ctx: &Context, json: bool) -> Result<ExitCode, CliError> {
     let queued = Queue::load(&ctx.root)?.len();

@@ -3,12 +3,12 @@
 //! that was stopped while it embedded). `import` runs the same stage after
 //! its keyword stage unless `--no-wait`.
 
-use crate::out::outln;
 use std::process::ExitCode;
 
 use crate::cli::EmbedArgs;
 use crate::command_error::CliError;
 use crate::context::Context;
+use crate::out::outln;
 
 pub fn run(ctx: &Context, args: EmbedArgs) -> Result<ExitCode, CliError> {
     let index = ctx.index()?;

@@ -1,16 +1,16 @@
 //! `chatmill import`: exports → chunk files, with a processing summary.
 
-use crate::out::outln;
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use chatmill_chunking::header::ExtractiveWriter;
 use chatmill_pipeline::import::{self, FileProblem, Progress, Services, Summary};
-use std::io::IsTerminal;
+use chatmill_runtime::model::visible::visible;
 
 use crate::cli::ImportArgs;
 use crate::command_error::CliError;
 use crate::context::Context;
-use chatmill_runtime::model::visible::visible;
+use crate::out::outln;
 
 pub fn run(ctx: &Context, args: ImportArgs) -> Result<ExitCode, CliError> {
     let set = ctx.adapter_set()?;

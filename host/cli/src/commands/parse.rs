@@ -15,13 +15,13 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Mutex, PoisonError};
 
 use chatmill_runtime::{AdapterSet, Input, Runtime};
+use entry::{Entry, Layout};
 use serde::Serialize;
 
 use crate::cli::ParseArgs;
 use crate::command_error::CliError;
 use crate::context::Context;
 use crate::render;
-use entry::{Entry, Layout};
 
 /// Conversations of one input that may wait, serialized, for the writer.
 const IN_FLIGHT: usize = 16;

@@ -1,7 +1,6 @@
 //! `chatmill reindex`: the index rebuilt from the chunk files (the source of
 //! truth), or another store filled from them (`--to chroma`).
 
-use crate::out::outln;
 use std::process::ExitCode;
 
 use chatmill_index::{ChromaConfig, Indexer};
@@ -11,6 +10,7 @@ use crate::backend;
 use crate::cli::ReindexArgs;
 use crate::command_error::CliError;
 use crate::context::Context;
+use crate::out::outln;
 
 pub fn run(ctx: &Context, args: ReindexArgs) -> Result<ExitCode, CliError> {
     let ReindexArgs {

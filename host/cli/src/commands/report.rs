@@ -2,7 +2,6 @@
 //! a terminal summary or JSON; `--html FILE` writes the page of charts.
 //! Exits 1 when a criterion is below 3.
 
-use crate::out::outln;
 use std::process::ExitCode;
 
 use chatmill_chunking::llm::LlmWriter;
@@ -12,6 +11,7 @@ use chatmill_runtime::model::visible::visible;
 use crate::cli::ReportArgs;
 use crate::command_error::CliError;
 use crate::context::Context;
+use crate::out::outln;
 
 pub fn run(ctx: &Context, args: ReportArgs) -> Result<ExitCode, CliError> {
     let root = args.root.clone().unwrap_or_else(|| ctx.root.clone());

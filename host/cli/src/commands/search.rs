@@ -1,15 +1,15 @@
 //! `chatmill search`.
 
-use crate::out::{out, outln};
 use std::process::ExitCode;
 
 use chatmill_index::{Filter, SearchRequest, SearchResults, WeightedQuery};
+use chatmill_runtime::model::visible::{visible, visible_keeping};
 use chrono::{DateTime, Utc};
 
 use crate::cli::{SearchArgs, SearchFormat};
 use crate::command_error::CliError;
 use crate::context::Context;
-use chatmill_runtime::model::visible::{visible, visible_keeping};
+use crate::out::{out, outln};
 
 /// RFC 3339, or a date (midnight UTC; the end of the day for `--until`).
 fn parse_time(flag: &str, s: &str, end_of_day: bool) -> Result<i64, CliError> {

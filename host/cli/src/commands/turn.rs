@@ -1,6 +1,5 @@
 //! `chatmill turn`: one finished exchange to a running server.
 
-use crate::out::outln;
 use std::io::Read;
 use std::process::ExitCode;
 
@@ -10,6 +9,7 @@ use serde_json::json;
 use crate::cli::TurnArgs;
 use crate::command_error::CliError;
 use crate::context::Context;
+use crate::out::outln;
 
 pub fn run(ctx: &Context, args: TurnArgs) -> Result<ExitCode, CliError> {
     let params = if args.json_stdin {

@@ -1,17 +1,17 @@
 //! `chatmill verify [--repair]`: chunk files ↔ manifest ↔ index.
 
-use crate::out::outln;
 use std::path::Path;
 use std::process::ExitCode;
 
 use chatmill_index::{Index, Indexer};
 use chatmill_pipeline::verify;
 use chatmill_root::chunk_store::{ChunkStore, refresh_metadata_from_files};
+use chatmill_runtime::model::visible::visible;
 
 use crate::cli::VerifyArgs;
 use crate::command_error::CliError;
 use crate::context::Context;
-use chatmill_runtime::model::visible::visible;
+use crate::out::outln;
 
 pub fn run(ctx: &Context, args: VerifyArgs) -> Result<ExitCode, CliError> {
     if !ctx.root.is_dir() {

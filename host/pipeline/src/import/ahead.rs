@@ -33,6 +33,8 @@ use std::thread::{Scope, ScopedJoinHandle};
 
 use chatmill_index::Indexer;
 use chatmill_model::{Conversation, Part};
+use chatmill_root::inventory::{Item, Source};
+use chatmill_root::manifest::Manifest;
 use chatmill_runtime::{LoadedAdapter, SelectError};
 
 use super::options::{ImportOptions, Services};
@@ -40,8 +42,6 @@ use super::parse::{Parsed, Sent, parse_into};
 use super::prepare::{Early, prepare, seen_before};
 use crate::processor::{Processor, Written};
 use crate::sink::{ChunkSink, made_ahead};
-use chatmill_root::inventory::{Item, Source};
-use chatmill_root::manifest::Manifest;
 
 /// Conversations of an input its parse prepares even when the commit loop
 /// has taken it: for a few, the pool would be no sooner (the commit loop

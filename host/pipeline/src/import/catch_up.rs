@@ -5,11 +5,11 @@
 use std::collections::BTreeSet;
 
 use chatmill_index::Indexer;
+use chatmill_root::chunk_store::{ChunkStore, refresh_metadata_from_files, reindex_from_files};
+use chatmill_root::manifest::Manifest;
 
 use super::index_failure::IndexFailure;
 use super::summary::Summary;
-use chatmill_root::chunk_store::{ChunkStore, refresh_metadata_from_files, reindex_from_files};
-use chatmill_root::manifest::Manifest;
 
 /// [`catch_up`], counted into `summary` or recorded as the index's failure.
 pub(super) fn catch_up_into(

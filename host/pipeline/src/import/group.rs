@@ -23,9 +23,10 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use super::error::ImportError;
 use chatmill_root::lock::RootLock;
 use chatmill_root::manifest::{self, Manifest};
+
+use super::error::ImportError;
 
 /// How long a group of inputs stays open, at least: what a killed run may
 /// have to redo, and how long an inline server may wait for the lock.

@@ -32,14 +32,16 @@ mod work;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::processor::Processor;
-use crate::sink::IndexSink;
 use catch_up::catch_up_into;
 use chatmill_root::assets::Assets;
 use chatmill_root::inventory::{self, Item};
 use chatmill_root::lock::RootLock;
 use chatmill_root::manifest::Manifest;
 use chatmill_root::root::Root;
+
+use crate::processor::Processor;
+use crate::sink::IndexSink;
+
 pub use error::ImportError;
 use index_failure::{IndexFailure, index_problem, merge_indexed};
 pub use options::{ImportOptions, Progress, Reprocess, Services};

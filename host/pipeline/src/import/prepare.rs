@@ -4,11 +4,11 @@
 use std::collections::HashMap;
 
 use chatmill_model::Conversation;
+use chatmill_root::manifest::conversation_key;
 use chrono::{DateTime, Utc};
 
 use crate::processor::{Prepared, Processor, chunked_after};
 use crate::sink::ChunkSink;
-use chatmill_root::manifest::conversation_key;
 
 /// A conversation prepared: its pairs, the items the adapter skipped in
 /// it, and its chunks (written, not yet committed).

@@ -1,11 +1,10 @@
 //! What an import reports: the summary, each input's problems and
 //! warnings, and the manifest record of each input with its content hash.
 
-use crate::import::FileProblem;
-use crate::import::Summary;
+use chatmill_root::manifest::{AdapterRef, FileRecord, FileStatus};
 
 use super::work::Work;
-use chatmill_root::manifest::{AdapterRef, FileRecord, FileStatus};
+use crate::import::{FileProblem, Summary};
 
 /// What a reprocess will read again, and what it cannot: outdated inputs
 /// that are not among the run's are listed, their chunks kept.

@@ -17,20 +17,20 @@
 //! claims taken out of the index and the chunk folder, and the list cleared
 //! (a run killed in between does it at its end).
 
-use crate::import::Reprocess;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use chatmill_runtime::AdapterSet;
-
-use super::error::ImportError;
-use super::options::{ImportOptions, Services};
 use chatmill_root::chunk::CHUNK_FORMAT;
 use chatmill_root::chunk_store::ChunkStore;
 use chatmill_root::inventory::Item;
 use chatmill_root::lock::RootLock;
 use chatmill_root::manifest::{FileRecord, FileStatus, Manifest};
 use chatmill_root::root::Root;
+use chatmill_runtime::AdapterSet;
+
+use super::error::ImportError;
+use super::options::{ImportOptions, Services};
+use crate::import::Reprocess;
 
 /// How long the removal of stale chunks waits for the root lock.
 const LOCK_WAIT: Duration = Duration::from_secs(600);

@@ -4,19 +4,19 @@
 //! joined to its requests file when the same adapter reads both. Then the
 //! input goes through the stages and its outcome is recorded.
 
-use crate::import::parse::file_input;
 use std::collections::BTreeSet;
 
+use chatmill_root::chunk::ChunkDoc;
+use chatmill_root::inventory::{self, Item};
+use chatmill_root::manifest::{FileRecord, FileStatus, Manifest};
 use chatmill_runtime::{Input, LoadedAdapter, SelectError};
 use chrono::Utc;
 
 use super::options::{ImportOptions, Services};
 use super::record::{Digest, Hashing, problem, record_file, unreadable};
 use super::work::Work;
+use crate::import::parse::file_input;
 use crate::processor::Processor;
-use chatmill_root::chunk::ChunkDoc;
-use chatmill_root::inventory::{self, Item};
-use chatmill_root::manifest::{FileRecord, FileStatus, Manifest};
 
 /// An input with its content hash and size, and its companion with theirs.
 type Hashed<'i, 's> = ((&'i Item, Digest<'s>), Option<(&'i Item, (String, u64))>);

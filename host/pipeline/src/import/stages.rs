@@ -6,29 +6,24 @@
 //! on timing, and a bounded channel and [`IN_FLIGHT_PAIRS`] keep memory to
 //! a few conversations.
 
-use crate::import::parse::Arrival;
-use crate::import::parse::Parsed;
-use crate::import::parse::Sent;
-use crate::import::parse::parse_into;
-use crate::import::prepare::Done;
-use crate::import::prepare::prepare;
-use crate::import::prepare::seen_before;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::mpsc::Receiver;
 use std::sync::{Mutex, PoisonError};
 
+use chatmill_root::assets::Assets;
+use chatmill_root::inventory::Item;
+use chatmill_root::manifest::{FileRecord, Manifest};
+use chatmill_root::notes::Notes;
 use chatmill_runtime::{Input, LoadedAdapter};
 use chrono::{DateTime, Utc};
 
 use super::summary::Summary;
 use super::work::Work;
+use crate::import::parse::{Arrival, Parsed, Sent, parse_into};
+use crate::import::prepare::{Done, prepare, seen_before};
 use crate::processor::{Prepared, Processor, Written};
 use crate::sink::{ChunkSink, IndexSink};
-use chatmill_root::assets::Assets;
-use chatmill_root::inventory::Item;
-use chatmill_root::manifest::{FileRecord, Manifest};
-use chatmill_root::notes::Notes;
 
 /// Pairs being prepared at once, at most (and one conversation, however
 /// long): what bounds the memory of a file's parsed conversations.

@@ -1,15 +1,16 @@
 //! The import driver against a real root.
 
-use super::record::Hashing;
-use super::*;
-use crate::processor::ProcessorConfig;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
 use chatmill_chunking::header::ExtractiveWriter;
-use chatmill_index::Indexer;
-use chatmill_index::{ChunkRecord, IndexError};
+use chatmill_index::{ChunkRecord, IndexError, Indexer};
 use chatmill_root::manifest::ConversationRecord;
 use chatmill_root::root::Root;
 use chatmill_runtime::{AdapterSet, Limits, Runtime};
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+use super::record::Hashing;
+use super::*;
+use crate::processor::ProcessorConfig;
 
 /// An import of `inputs` into `root`, with the defaults.
 fn options(root: &std::path::Path, inputs: Vec<PathBuf>) -> ImportOptions {

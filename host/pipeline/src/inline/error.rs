@@ -4,9 +4,10 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::processor::ProcessError;
 use chatmill_root::lock::LockError;
 use chatmill_root::manifest::ManifestError;
+
+use crate::processor::ProcessError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum InlineError {

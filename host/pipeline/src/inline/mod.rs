@@ -26,11 +26,9 @@ mod step;
 mod turn;
 
 use crate::inline::raw_log::sync_logs;
-use crate::inline::step::Step;
-use crate::inline::step::answers;
-use crate::inline::step::fail_all;
-use crate::inline::turn::check;
-use crate::inline::turn::conversation_of;
+use crate::inline::step::{Step, answers, fail_all};
+use crate::inline::turn::{check, conversation_of};
+
 pub use error::InlineError;
 pub use turn::{Ack, Turn};
 

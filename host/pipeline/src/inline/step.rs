@@ -1,13 +1,12 @@
 //! Where each turn of a batch stands as the batch goes through its steps,
 //! and the answers they end in.
 
-use crate::inline::Ack;
-use crate::inline::InlineError;
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
+use crate::inline::{Ack, InlineError};
 use crate::processor::Written;
 
 /// Where one turn of a batch stands.

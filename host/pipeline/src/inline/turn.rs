@@ -1,12 +1,13 @@
 //! A finished turn as a client sends it, checked, and the answer it gets.
 
-use crate::inline::InlineError;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use chatmill_model::{Conversation, Pair, Part};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+
+use crate::inline::InlineError;
 
 /// One finished exchange.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -3,21 +3,21 @@
 //! written atomically, and recorded in the manifest. Shared by batch import
 //! and inline mode.
 
-use crate::processor::prepared::Staged;
 use std::collections::BTreeMap;
 use std::sync::{Mutex, PoisonError};
-
-use chatmill_model::{Conversation, Pair};
-use chrono::{DateTime, SecondsFormat, Utc};
 
 use chatmill_chunking::chunker::{ChunkerConfig, PairText, Plan, PlannedChunk, plan};
 use chatmill_chunking::header::{HeaderInput, HeaderWriter, Previous};
 use chatmill_chunking::render::{RenderOptions, plain_text, render_parts};
+use chatmill_model::{Conversation, Pair};
 use chatmill_root::atomic::Folder;
 use chatmill_root::chunk::{ChunkDoc, Exchange, Frontmatter, chunk_id, turn_range};
 use chatmill_root::chunk_store::Scanned;
 use chatmill_root::manifest::{Excluded, InputPairs, Manifest, conversation_key};
 use chatmill_root::record::index_record;
+use chrono::{DateTime, SecondsFormat, Utc};
+
+use crate::processor::prepared::Staged;
 
 mod config;
 mod error;

@@ -4,9 +4,8 @@
 
 use std::path::PathBuf;
 
-use chatmill_index::ChunkRecord;
-
 use chatmill_chunking::header::Previous;
+use chatmill_index::ChunkRecord;
 use chatmill_root::atomic::Folder;
 use chatmill_root::manifest::Excluded;
 

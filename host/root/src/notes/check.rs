@@ -1,15 +1,14 @@
 //! Notes checked against what they would be (`verify`), and written again
 //! (`verify --repair`).
 
-use crate::notes::NoteError;
-use crate::notes::name::note_of;
-use crate::notes::pass::Pass;
-use crate::notes::render;
 use std::collections::BTreeSet;
 
 use crate::chunk::ChunkDoc;
 use crate::chunk_store::Scanned;
 use crate::manifest::Manifest;
+use crate::notes::name::note_of;
+use crate::notes::pass::Pass;
+use crate::notes::{NoteError, render};
 use crate::root::Root;
 
 /// A note that is not what the chunk files make it: `(kind, subject,

@@ -1,19 +1,16 @@
 //! One pass of note writing over some conversations: their chunk files
 //! found, their notes rendered and written, named once.
 
-use crate::notes::NoteError;
-use crate::notes::folder::Naming;
-use crate::notes::folder::NotesFolder;
-use crate::notes::name::note_of;
-use crate::notes::render;
-use crate::notes::render::appended;
-use crate::notes::render::listed;
 use std::collections::HashMap;
 use std::path::Path;
 
 use crate::chunk::ChunkDoc;
 use crate::chunk_store::{ChunkStore, Scanned};
 use crate::manifest::{ConversationRecord, Manifest};
+use crate::notes::folder::{Naming, NotesFolder};
+use crate::notes::name::note_of;
+use crate::notes::render::{appended, listed};
+use crate::notes::{NoteError, render};
 use crate::root::Root;
 
 /// Finds chunk files by id: a batch chunk by its name, others among the

@@ -1,13 +1,12 @@
 //! A note's text: its properties, then one entry per chunk, in order;
 //! grown entry by entry as an inline session gains turns.
 
-use crate::notes::NoteError;
-
 use serde::{Deserialize, Serialize};
 
 use crate::chunk::ChunkDoc;
 use crate::chunk_store::Scanned;
 use crate::manifest::ConversationRecord;
+use crate::notes::NoteError;
 
 /// The format of the notes this chatmill writes; also what marks a note
 /// file as chatmill's (its `chatmill_note` property).

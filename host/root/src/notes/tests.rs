@@ -1,19 +1,16 @@
 //! The notes' names, rendering, updates, checks and repairs on small
 //! hand-written roots (the e2e tests import real exports).
 
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
 use super::*;
 use crate::chunk::ChunkDoc;
-use crate::chunk_store::ChunkStore;
-use crate::chunk_store::Scanned;
-use crate::manifest::ConversationRecord;
-use crate::manifest::Manifest;
-use crate::manifest::conversation_key;
+use crate::chunk_store::{ChunkStore, Scanned};
+use crate::manifest::{ConversationRecord, Manifest, conversation_key};
 use crate::notes::name::TITLE_MAX;
 use crate::notes::render::inert;
 use crate::root::Root;
-use std::collections::BTreeMap;
-use std::collections::BTreeSet;
-use std::path::Path;
 
 #[test]
 fn hostile_titles_make_plain_bounded_names() {

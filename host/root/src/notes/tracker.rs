@@ -1,17 +1,16 @@
 //! The notes an import keeps up to date as it commits conversations: the
 //! ones it touched since its last update, and new notes ready to write.
 
-use crate::notes::check::is_ours;
-use crate::notes::folder::Naming;
-use crate::notes::folder::NotesFolder;
-use crate::notes::name::note_of;
-use crate::notes::pass::Pass;
-use crate::notes::render;
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
 use crate::chunk_store::Scanned;
 use crate::manifest::{ConversationRecord, Manifest};
+use crate::notes::check::is_ours;
+use crate::notes::folder::{Naming, NotesFolder};
+use crate::notes::name::note_of;
+use crate::notes::pass::Pass;
+use crate::notes::render;
 use crate::root::Root;
 
 /// What a conversation's record looked like when its note was last

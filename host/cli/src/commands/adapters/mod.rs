@@ -4,7 +4,6 @@
 mod new;
 mod test;
 
-use crate::out::outln;
 use std::process::ExitCode;
 
 use chatmill_runtime::model::visible::visible;
@@ -14,6 +13,7 @@ use serde::Serialize;
 use crate::cli::AdaptersCommand;
 use crate::command_error::CliError;
 use crate::context::Context;
+use crate::out::outln;
 use crate::render;
 
 #[derive(Serialize)]

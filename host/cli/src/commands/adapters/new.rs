@@ -4,12 +4,12 @@
 //! project gets a vendored copy of the SDK (and a `Cargo.lock` of crates
 //! chatmill itself is built from), so it builds offline.
 
-use crate::out::outln;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::cli::Lang;
 use crate::command_error::CliError;
+use crate::out::outln;
 
 /// The adapter API the templates and the vendored SDK are written for.
 const API: &str = "0.1.0";

@@ -2,7 +2,6 @@
 //! of `chatmill_runtime::conformance`, rendered. Exit 0 when every check
 //! passes, 1 when one fails, 2 when the adapter or a fixture cannot be read.
 
-use crate::out::outln;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -12,6 +11,7 @@ use chatmill_runtime::model::visible::visible;
 
 use crate::command_error::CliError;
 use crate::context::Context;
+use crate::out::outln;
 
 /// What `adapters test` was asked.
 pub struct TestArgs {
