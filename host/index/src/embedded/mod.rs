@@ -19,10 +19,17 @@
 //! reload 100k vectors), and a generation it did not write — another
 //! process imported into the same file — makes the next search reload it.
 //!
-//! - `schema`: the tables, rows and hits, filters as SQL, the generation,
-//!   opening (creating, upgrading) a store, writing chunks' rows;
-//! - `vectors`: the in-memory int8 matrix and the vector search over it;
-//! - `keyword`: the FTS5 keyword index and its searches;
+//! - `store`: [`SqliteStore`] itself, its connections and what it keeps;
+//! - `open`: opening (creating, upgrading) a store and its keyword file;
+//! - `schema`: the tables, a chunk's row, the generation;
+//! - `hits`: a hit's columns, filters as SQL, the queries returning hits;
+//! - `write`: writing chunks' rows and their keyword side together;
+//! - `pending`: chunks written before their vectors, and their filling;
+//! - `vectors`: the in-memory int8 matrix;
+//! - `nearest`: the vector search over it, and keeping it current;
+//! - `keyword`: the FTS5 keyword index and its queries;
+//! - `keyword_search`: keyword search, in a scope or over everything;
+//! - `lengths`: the document lengths BM25 ranks with, kept current;
 //! - `keyword_file`: the keyword index's own file, written beside the rows
 //!   by a thread of its own, and how the two files are kept in agreement;
 //! - `ahead`: documents tokenized on other threads for the writer;
@@ -32,186 +39,32 @@
 
 mod ahead;
 mod checkpoint;
+mod hits;
 mod keyword;
 pub(crate) mod keyword_file;
+mod keyword_search;
+mod lengths;
+mod nearest;
+mod open;
 mod pending;
 mod schema;
+mod store;
 #[cfg(test)]
 pub(crate) mod tests;
 mod vectors;
+mod write;
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicUsize;
-use std::sync::{Arc, Mutex, MutexGuard};
 
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::OptionalExtension;
 
+use hits::qualified_columns;
 pub use keyword::fts_query;
-use schema::{bump_generation, qualified_columns};
+use schema::bump_generation;
+pub use store::SqliteStore;
 pub(crate) use vectors::{from_blob, to_blob};
 
-use crate::{ChunkRecord, Filter, Hit, IndexError, Pending, Store, StoredModel, bm25};
-
-pub struct SqliteStore {
-    /// Dropped first: its thread ends before the connections close.
-    #[allow(dead_code, reason = "held for its thread")]
-    checkpoints: Option<checkpoint::Checkpoints>,
-    #[cfg_attr(not(test), allow(dead_code, reason = "held for its thread"))]
-    keyword_checkpoints: Option<checkpoint::Checkpoints>,
-    /// Writes the keyword file; its thread ends (dropped before the
-    /// connections) once its last job is done.
-    keyword_writer: keyword_file::KeywordWriter,
-    path: PathBuf,
-    conn: Mutex<Connection>,
-    /// A second connection for the vector side's reads (rescoring, hits),
-    /// so that a hybrid search's BM25 query does not hold them up (WAL lets
-    /// readers run beside each other and beside the writer).
-    reader: Mutex<Connection>,
-    /// Loaded on first vector search; kept up to date with this store's
-    /// writes, reloaded after another's (see the module's documentation).
-    vectors: Mutex<Option<Arc<vectors::Vectors>>>,
-    /// How many times the vectors were loaded (tests check that a write
-    /// does not cost a reload).
-    loads: AtomicUsize,
-    /// The documents' lengths `chatmill_bm25()` ranks with (see `bm25`),
-    /// kept current like the vectors; `None` if it could not be registered
-    /// (keyword search then ranks with FTS5's `bm25()`).
-    lengths: Option<bm25::Shared>,
-    /// Documents tokenized on the workers' threads for the writing
-    /// connection's keyword index; `None` if its tokenizer could not be
-    /// put in front of SQLite's (SQLite's alone then tokenizes).
-    ahead: Option<Arc<ahead::Ahead>>,
-}
-
-fn err(path: &Path, e: impl std::fmt::Display) -> IndexError {
-    IndexError::Store {
-        store: format!("sqlite ({})", path.display()),
-        message: e.to_string(),
-        hint: None,
-        retryable: false,
-    }
-}
-
-impl SqliteStore {
-    fn conn(&self) -> MutexGuard<'_, Connection> {
-        self.conn.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn reader(&self) -> MutexGuard<'_, Connection> {
-        self.reader.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn e(&self, e: impl std::fmt::Display) -> IndexError {
-        err(&self.path, e)
-    }
-
-    fn meta_get(&self, conn: &Connection, key: &str) -> Result<Option<String>, IndexError> {
-        conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
-            .optional()
-            .map_err(|e| self.e(e))
-    }
-}
-
-impl SqliteStore {
-    /// Writes `records`' rows (with `vectors`, and what `also` writes in
-    /// the same transaction) and their keyword index: the keyword file's
-    /// thread indexes the documents while this one writes the rows, and
-    /// the rows commit once the keywords have (see `keyword_file`).
-    fn write_chunks<'a>(
-        &self,
-        records: &'a [ChunkRecord],
-        vectors: &'a [Vec<f32>],
-        also: impl FnOnce(&Connection, &[(schema::Row, &'a [f32])]) -> rusqlite::Result<()>,
-    ) -> Result<(), IndexError> {
-        if vectors.len() != records.len() {
-            return Err(self.e(format!(
-                "{} vectors for {} chunks",
-                vectors.len(),
-                records.len()
-            )));
-        }
-        let mut conn = self.conn();
-        self.agreeing(&mut conn)?;
-        // Deferred, its first statement a write: it locks the store's own
-        // file only (IMMEDIATE would lock the attached keyword file too,
-        // which the keyword writer is about to take).
-        let tx = conn.transaction().map_err(|e| self.e(e))?;
-        let before = bump_generation(&tx).map_err(|e| self.e(e))?;
-        let plan = self.plan_rows(&tx, records)?;
-        let index = plan.index.iter().map(|&(id, doc)| (id, doc.to_owned()));
-        let keywords = self.send_keywords(&tx, plan.unindex.clone(), index.collect())?;
-        let rows = self
-            .write_rows(&tx, records, vectors, &plan)
-            .and_then(|rows| {
-                also(&tx, &rows).map_err(|e| self.e(e))?;
-                Ok(rows)
-            });
-        let ids: Vec<i64> = plan.rows.iter().map(|&(id, _)| id).collect();
-        let rows = self.commit_after(tx, rows, keywords);
-        let rows = self.in_agreement(&mut conn, rows)?;
-        self.lengths_written(&conn, before, ids.into_iter())?;
-        drop(conn);
-        self.written(before, rows);
-        Ok(())
-    }
-
-    /// Hands the keyword side of the write in `tx` (`unindex` out, `index`
-    /// in) to the keyword file's thread.
-    fn send_keywords(
-        &self,
-        tx: &Connection,
-        unindex: Vec<i64>,
-        index: Vec<(i64, String)>,
-    ) -> Result<keyword_file::Pending, IndexError> {
-        let job = keyword_file::Job::begin(tx, unindex, index).map_err(|e| self.e(e))?;
-        Ok(self.keyword_writer.send(job))
-    }
-
-    /// Reconciles the two files if they disagree (another process's
-    /// write left half done), before a write of this one: a write is made
-    /// only on agreeing files (the keyword writer checks again under the
-    /// lock, and refuses a write that does not follow its epoch).
-    fn agreeing(&self, conn: &mut Connection) -> Result<(), IndexError> {
-        if !keyword_file::agree(conn).map_err(|e| self.e(e))? {
-            keyword_file::reconcile(conn).map_err(|e| self.e(e))?;
-        }
-        Ok(())
-    }
-
-    /// Commits the store's side of a write (`tx`, with what writing it
-    /// gave) once its keyword side (`keywords`) has committed; rolls it
-    /// back if either failed.
-    fn commit_after<T>(
-        &self,
-        tx: rusqlite::Transaction<'_>,
-        written: Result<T, IndexError>,
-        keywords: keyword_file::Pending,
-    ) -> Result<T, IndexError> {
-        let keyworded = keywords.wait();
-        match (written, keyworded) {
-            (Ok(done), Ok(())) => tx.commit().map(|()| done).map_err(|e| self.e(e)),
-            (Err(e), _) => Err(e),
-            (Ok(_), Err(e)) => Err(self.e(format!("the keyword index: {e}"))),
-        }
-    }
-
-    /// `outcome`, after a failed write has brought the two files back into
-    /// agreement (its keyword side may have committed alone; failing
-    /// that, the next open does it).
-    fn in_agreement<T>(
-        &self,
-        conn: &mut Connection,
-        outcome: Result<T, IndexError>,
-    ) -> Result<T, IndexError> {
-        if outcome.is_err()
-            && let Err(e) = keyword_file::reconcile(conn)
-        {
-            tracing::warn!("the keyword index is brought back in line at the next open: {e}");
-        }
-        outcome
-    }
-}
+use crate::{ChunkRecord, Filter, Hit, IndexError, Pending, Store, StoredModel};
 
 impl Store for SqliteStore {
     fn name(&self) -> &str {

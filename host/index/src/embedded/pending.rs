@@ -8,8 +8,9 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::SqliteStore;
-use super::schema::{Row, bump_generation};
+use super::schema::{Row, bump_generation, record_model};
+use super::store::SqliteStore;
+use super::vectors::to_blob;
 use crate::{ChunkRecord, IndexError, Pending};
 
 impl SqliteStore {
@@ -58,7 +59,7 @@ impl SqliteStore {
         let mut conn = self.conn();
         let tx = conn.transaction().map_err(|e| self.e(e))?;
         let before = bump_generation(&tx).map_err(|e| self.e(e))?;
-        super::schema::record_model(&tx, dim, model).map_err(|e| self.e(e))?;
+        record_model(&tx, dim, model).map_err(|e| self.e(e))?;
         let rows = self.fill_rows(&tx, filled)?;
         tx.commit().map_err(|e| self.e(e))?;
         drop(conn);
@@ -99,7 +100,7 @@ impl SqliteStore {
                 .map_err(|e| self.e(e))?;
             let Some(id) = id else { continue };
             let row = set
-                .query_row(params![id, super::to_blob(v)], |r| {
+                .query_row(params![id, to_blob(v)], |r| {
                     Ok(Row {
                         id,
                         timestamp: r.get(0)?,

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use rusqlite::{Connection, params};
 
-use super::keyword::{AUTOMERGE, SCOPE_TINY, fts_query, tune_merges};
+use super::keyword::{AUTOMERGE, fts_query, tune_merges};
+use super::keyword_search::SCOPE_TINY;
 use super::to_blob;
 use super::vectors::dot;
 use super::*;
@@ -898,10 +899,7 @@ fn project_scopes_every_search_and_an_older_store_learns_it_from_a_refresh() {
 
 #[test]
 fn column_count_counts_the_hit_columns() {
-    assert_eq!(
-        qualified_columns().split(", ").count(),
-        schema::COLUMN_COUNT
-    );
+    assert_eq!(qualified_columns().split(", ").count(), hits::COLUMN_COUNT);
 }
 
 /// The lexical stand-in, claiming to take real time: what makes an index

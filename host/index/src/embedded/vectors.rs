@@ -1,25 +1,21 @@
 //! The in-memory int8 matrix vector search scans: one row of codes and a
-//! scale per chunk, loaded once per store generation and kept current by
-//! this store's own writes; the best candidates are rescored exactly from
-//! their stored f32 vectors.
+//! scale per chunk, as of one store generation; its approximate scores,
+//! and the dot products and ranking the exact rescoring uses (see
+//! `nearest`).
 
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use rusqlite::Connection;
 
-use rusqlite::{Connection, OptionalExtension};
-
-use super::SqliteStore;
 use super::schema::{Row, generation};
-use crate::{Filter, Hit, IndexError};
+use crate::Filter;
 
 /// The in-memory matrix: row `i` of `codes` (`dim` bytes) times
 /// `scales[i]` approximates the vector of `rows[i]`; rows in id order, as
 /// of the store's `generation`.
 #[derive(Clone, Default)]
 pub(super) struct Vectors {
-    generation: i64,
-    dim: usize,
-    rows: Vec<Row>,
+    pub(super) generation: i64,
+    pub(super) dim: usize,
+    pub(super) rows: Vec<Row>,
     codes: Vec<i8>,
     scales: Vec<f32>,
 }
@@ -27,7 +23,7 @@ pub(super) struct Vectors {
 impl Vectors {
     /// Applies an upsert of `(row, vector)`s to the matrix; `false` if it
     /// cannot be applied in place (a new id below the last one: reload).
-    fn apply(&mut self, written: Vec<(Row, &[f32])>) -> bool {
+    pub(super) fn apply(&mut self, written: Vec<(Row, &[f32])>) -> bool {
         for (row, vector) in written {
             if vector.is_empty() {
                 // Waiting for its vector: not searched by meaning yet.
@@ -61,7 +57,7 @@ impl Vectors {
 
     /// The matrix of every chunk's vector of width `dim` (the store's), in
     /// the read transaction `tx`.
-    fn load(tx: &Connection, dim: usize) -> rusqlite::Result<Self> {
+    pub(super) fn load(tx: &Connection, dim: usize) -> rusqlite::Result<Self> {
         let mut v = Self {
             generation: generation(tx)?,
             dim,
@@ -98,7 +94,7 @@ impl Vectors {
 
     /// Approximate scores (int8 dot products) of the rows `filter` lets
     /// through against `vector`, as (row index, score).
-    fn approximate(&self, vector: &[f32], filter: &Filter) -> Vec<(usize, f32)> {
+    pub(super) fn approximate(&self, vector: &[f32], filter: &Filter) -> Vec<(usize, f32)> {
         let dim = self.dim;
         let unfiltered = *filter == Filter::default();
         let mut q_codes = Vec::with_capacity(dim);
@@ -127,10 +123,6 @@ impl Vectors {
         }
     }
 }
-
-/// How far below the k-th approximate score a candidate may be and still be
-/// rescored: ~20× the typical quantization error of a 384-d dot product.
-const RESCORE_MARGIN: f32 = 0.02;
 
 /// Symmetric int8 codes for `v` and their scale (`v[j] ≈ codes[j] * scale`).
 fn quantize(v: &[f32], codes: &mut Vec<i8>) -> f32 {
@@ -179,120 +171,6 @@ pub(crate) fn from_blob(b: &[u8], out: &mut Vec<f32>) {
         b.chunks_exact(4)
             .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
     );
-}
-
-impl SqliteStore {
-    /// The `k` chunks `filter` lets through whose vectors are nearest to
-    /// `vector`, scored exactly.
-    pub(super) fn nearest(
-        &self,
-        vector: &[f32],
-        k: usize,
-        filter: &Filter,
-    ) -> Result<Vec<Hit>, IndexError> {
-        let v = self.vectors()?;
-        if v.rows.is_empty() || k == 0 {
-            return Ok(Vec::new());
-        }
-        if v.dim != vector.len() {
-            return Err(IndexError::DimensionMismatch {
-                found: v.dim,
-                found_model: crate::Store::model(self)?.unwrap_or_default(),
-                model: "the query embedder".into(),
-                dim: vector.len(),
-            });
-        }
-        let scored = v.approximate(vector, filter);
-        // An approximate score is off by ~1e-3 (int8 steps of ≤ 1/127 of a
-        // component); whatever could still be in the true best `k` — within
-        // `RESCORE_MARGIN` of the k-th approximate score — is rescored
-        // exactly from its stored vector.
-        let pool = top_k(scored, k * 4 + 64);
-        let floor = pool.get(k - 1).map_or(f32::MIN, |p| p.1 - RESCORE_MARGIN);
-        let candidates: Vec<i64> = pool
-            .into_iter()
-            .take_while(|p| p.1 >= floor)
-            .map(|(i, _)| v.rows[i].id)
-            .collect();
-        let exact = self.rescore(&candidates, vector)?;
-        let best: Vec<(i64, f32)> = top_k(exact, k)
-            .into_iter()
-            .map(|(id, s)| (id as i64, s.clamp(-1.0, 1.0)))
-            .collect();
-        self.hits_by_id(&best)
-    }
-
-    /// The matrix as of the store's current generation: the one held, or
-    /// loaded anew (first use, another process's write).
-    fn vectors(&self) -> Result<Arc<Vectors>, IndexError> {
-        let mut slot = self.vectors.lock().unwrap_or_else(|p| p.into_inner());
-        // The reader, not the main connection: a hybrid search's BM25 query
-        // holds that one meanwhile.
-        let mut conn = self.reader();
-        let current = generation(&conn).map_err(|e| self.e(e))?;
-        if let Some(v) = slot.as_ref().filter(|v| v.generation == current) {
-            return Ok(Arc::clone(v));
-        }
-        self.loads.fetch_add(1, Ordering::Relaxed);
-        // One read transaction: the generation and the rows agree.
-        let tx = conn.transaction().map_err(|e| self.e(e))?;
-        let dim: usize = self
-            .meta_get(&tx, "dim")?
-            .and_then(|d| d.parse().ok())
-            .unwrap_or(0);
-        let v = Vectors::load(&tx, dim).map_err(|e| self.e(e))?;
-        tx.commit().map_err(|e| self.e(e))?;
-        let v = Arc::new(v);
-        *slot = Some(Arc::clone(&v));
-        Ok(v)
-    }
-
-    /// After this store's write moved the generation from `before` to
-    /// `before + 1`: apply `written` to the matrix if it was current, else
-    /// leave it to be reloaded.
-    pub(super) fn written(&self, before: i64, written: Vec<(Row, &[f32])>) {
-        let mut slot = self.vectors.lock().unwrap_or_else(|p| p.into_inner());
-        match slot.as_mut() {
-            Some(v) if v.generation == before => {
-                let v = Arc::make_mut(v);
-                v.generation = before + 1;
-                if !v.apply(written) {
-                    *slot = None;
-                }
-            }
-            // A search reloaded it after the commit.
-            Some(v) if v.generation == before + 1 => {}
-            _ => *slot = None,
-        }
-    }
-
-    pub(super) fn invalidate(&self) {
-        *self.vectors.lock().unwrap_or_else(|p| p.into_inner()) = None;
-    }
-
-    /// Exact scores of the chunks `ids` against `vector` (as `usize` ids so
-    /// that [`top_k`] ranks them).
-    fn rescore(&self, ids: &[i64], vector: &[f32]) -> Result<Vec<(usize, f32)>, IndexError> {
-        let conn = self.reader();
-        let mut stmt = conn
-            .prepare_cached("SELECT embedding FROM chunks WHERE id = ?1")
-            .map_err(|e| self.e(e))?;
-        let mut out = Vec::with_capacity(ids.len());
-        let mut f = Vec::with_capacity(vector.len());
-        for &id in ids {
-            let blob: Option<Vec<u8>> = stmt
-                .query_row([id], |r| r.get(0))
-                .optional()
-                .map_err(|e| self.e(e))?;
-            let Some(blob) = blob.filter(|b| b.len() == vector.len() * 4) else {
-                continue;
-            };
-            f.clear();
-            from_blob(&blob, &mut f);
-            out.push((id as usize, dot(&f, vector)));
-        }
-        Ok(out)
-    }
 }
 
 pub(super) fn dot(a: &[f32], b: &[f32]) -> f32 {
