@@ -15,10 +15,19 @@ use chatmill_server::token::constant_time_eq;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
-use crate::{McpError, Server};
+use crate::error::McpError;
+use crate::server::{Server, runtime};
+
+impl Server {
+    /// Serves clients over Streamable HTTP at `http://ADDR/mcp` (loopback
+    /// only, bearer `token`) until SIGINT or SIGTERM.
+    pub fn run_http(self, addr: SocketAddr, token: String) -> Result<(), McpError> {
+        runtime()?.block_on(serve(self, addr, token))
+    }
+}
 
 /// Serves `server` at `http://ADDR/mcp` until SIGINT or SIGTERM.
-pub(crate) async fn serve(server: Server, addr: SocketAddr, token: String) -> Result<(), McpError> {
+async fn serve(server: Server, addr: SocketAddr, token: String) -> Result<(), McpError> {
     if !addr.ip().is_loopback() {
         return Err(McpError::NotLoopback(addr));
     }

@@ -11,6 +11,7 @@
 //!
 //! Nothing here prints; failures are [`AdapterError`]s with hints.
 
+mod bindings;
 mod boundary;
 mod cache;
 pub mod conformance;
@@ -21,18 +22,9 @@ mod parse;
 mod pipe;
 mod registry;
 mod runtime;
+mod source;
 mod store;
 mod toolchain;
-
-pub(crate) mod bindings {
-    wasmtime::component::bindgen!({
-        path: "../../wit",
-        world: "adapter",
-        with: {
-            "chatmill:adapter/input.source": crate::store::SourceState,
-        },
-    });
-}
 
 /// The normalized model adapters' output is turned into.
 pub use chatmill_model as model;

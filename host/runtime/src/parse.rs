@@ -14,7 +14,8 @@ use crate::input::{Input, TextEncoding};
 use crate::limits::Limit;
 use crate::model::Conversation;
 use crate::runtime::{LoadedAdapter, Runtime, classify_trap};
-use crate::store::{HostState, SourceState};
+use crate::source::SourceState;
+use crate::store::HostState;
 
 /// A parse in progress. Pull conversations with [`ParseStream::next_conversation`];
 /// memory is bounded by the adapter's batch size and the largest
@@ -260,75 +261,89 @@ impl ParseStream<'_> {
         let Some(session) = self.session else {
             return Ok(None);
         };
-        let limits = &self.runtime.limits;
+        let items = self.fetch_batch(session)?;
+        self.check_batch(&items)?;
+        if items.is_empty() {
+            self.finish();
+            return Ok(None);
+        }
+        self.batch = items.into_iter();
+        Ok(self.batch.next())
+    }
+
+    /// Asks the adapter for its next batch, within the file's deadline,
+    /// timing the call and noting the guest's memory peak.
+    fn fetch_batch(&mut self, session: ResourceAny) -> Result<Vec<wit::Item>, AdapterError> {
         if Instant::now() >= self.deadline {
-            return Err(AdapterError::Limit {
-                adapter: self.adapter.label(),
-                input: self.input.clone(),
-                limit: Limit::FileTimeout,
-                limits: Box::new(limits.clone()),
-                stderr_tail: String::new(),
-            });
+            return Err(self.limit_hit(Limit::FileTimeout, String::new()));
         }
         self.runtime.arm(&mut self.store, Some(self.deadline));
-        let max = self.max_items;
         let t = Instant::now();
-        let result =
-            self.world
-                .chatmill_adapter_parser()
-                .session()
-                .call_next(&mut self.store, session, max);
+        let result = self.world.chatmill_adapter_parser().session().call_next(
+            &mut self.store,
+            session,
+            self.max_items,
+        );
         self.guest_time += t.elapsed();
         self.peak_memory = self.peak_memory.max(self.store.data().limiter.peak);
-        let items = match result {
-            Ok(Ok(items)) => items,
-            Ok(Err(error)) => {
-                return Err(AdapterError::Parse {
-                    adapter: self.adapter.label(),
-                    input: self.input.clone(),
-                    error: Box::new(boundary::parse_error(error)),
-                });
-            }
+        match result {
+            Ok(Ok(items)) => Ok(items),
+            Ok(Err(error)) => Err(AdapterError::Parse {
+                adapter: self.adapter.label(),
+                input: self.input.clone(),
+                error: Box::new(boundary::parse_error(error)),
+            }),
             Err(e) => {
                 let passed = Instant::now() >= self.deadline;
-                return Err(classify_trap(
+                Err(classify_trap(
                     self.runtime,
                     &self.store,
                     &self.adapter.label(),
                     &self.input,
                     e,
                     passed,
-                ));
+                ))
             }
-        };
+        }
+    }
+
+    /// A batch stays within the items asked for and the batch's bytes of
+    /// text.
+    fn check_batch(&self, items: &[wit::Item]) -> Result<(), AdapterError> {
+        let max = self.max_items;
         if items.len() > max as usize {
-            return Err(AdapterError::Limit {
-                adapter: self.adapter.label(),
-                input: self.input.clone(),
-                limit: Limit::ItemsPerBatch,
-                limits: Box::new(limits.clone()),
-                stderr_tail: format!("returned {} items when asked for {max}", items.len()),
-            });
+            return Err(self.limit_hit(
+                Limit::ItemsPerBatch,
+                format!("returned {} items when asked for {max}", items.len()),
+            ));
         }
         let bytes: usize = items.iter().map(item_text_len).sum();
-        if bytes as u64 > limits.bytes_per_batch {
-            return Err(AdapterError::Limit {
-                adapter: self.adapter.label(),
-                input: self.input.clone(),
-                limit: Limit::BytesPerBatch,
-                limits: Box::new(limits.clone()),
-                stderr_tail: format!("returned a batch of {bytes} bytes of text"),
-            });
+        if bytes as u64 > self.runtime.limits.bytes_per_batch {
+            return Err(self.limit_hit(
+                Limit::BytesPerBatch,
+                format!("returned a batch of {bytes} bytes of text"),
+            ));
         }
-        if items.is_empty() {
-            self.exhausted = true;
-            if let Some(s) = self.session.take() {
-                let _ = s.resource_drop(&mut self.store);
-            }
-            return Ok(None);
+        Ok(())
+    }
+
+    /// The adapter reached `limit`; `detail` says how.
+    fn limit_hit(&self, limit: Limit, detail: String) -> AdapterError {
+        AdapterError::Limit {
+            adapter: self.adapter.label(),
+            input: self.input.clone(),
+            limit,
+            limits: Box::new(self.runtime.limits.clone()),
+            stderr_tail: detail,
         }
-        self.batch = items.into_iter();
-        Ok(self.batch.next())
+    }
+
+    /// The adapter has nothing more: its session is dropped.
+    fn finish(&mut self) {
+        self.exhausted = true;
+        if let Some(s) = self.session.take() {
+            let _ = s.resource_drop(&mut self.store);
+        }
     }
 
     /// The next whole conversation, or `None` when the input is exhausted.

@@ -1,30 +1,18 @@
 //! The per-input sandbox state: a WASI context that grants nothing, the
 //! input resource, a store-wide memory limiter and captured diagnostics.
 
-use std::io::Read;
-
 use wasmtime::ResourceLimiter;
 use wasmtime::component::{Resource, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use crate::bindings::chatmill::adapter::{input, log, types};
 use crate::pipe::CappedPipe;
+use crate::source::SourceState;
 
 /// Bytes the host hands over per `read`, at most.
 const MAX_READ: usize = 1024 * 1024;
 /// Bytes kept of one log message.
 const MAX_LOG_MESSAGE: usize = 4096;
-
-/// The host side of the `input.source` resource.
-pub struct SourceState {
-    pub(crate) name: String,
-    pub(crate) size_hint: Option<u64>,
-    pub(crate) reader: Box<dyn Read + Send>,
-    pub(crate) consumed: u64,
-    /// The input is handed over 1 byte per `read` until this offset (a
-    /// conformance check; 0 otherwise).
-    pub(crate) trickle_until: u64,
-}
 
 /// Caps the *sum* of all linear memories of one instance (wasmtime's
 /// `StoreLimits` caps each memory on its own) and remembers the peak.

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use chatmill_root::manifest::{FileStatus, Manifest};
+use chatmill_root::manifest::{FileRecord, FileStatus, InputPairs, Manifest};
 use chrono::{DateTime, Utc};
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
@@ -115,6 +115,8 @@ pub fn metadata(facts: &[Facts], manifest: &Manifest, now: DateTime<Utc>) -> Cri
     )
 }
 
+/// Criterion 5: no chunk id twice, no exchanges imported twice, and the
+/// manifest and the chunk files agreeing on which chunks there are.
 pub fn dedup(facts: &[Facts], manifest: &Manifest, whole_root: bool) -> Criterion {
     let mut by_id: FxHashMap<&str, Vec<&Facts>> = FxHashMap::default();
     let mut by_text: FxHashMap<u64, Vec<&Facts>> = FxHashMap::default();
@@ -123,6 +125,39 @@ pub fn dedup(facts: &[Facts], manifest: &Manifest, whole_root: bool) -> Criterio
         by_text.entry(f.text_hash).or_default().push(f);
     }
     let mut findings = Vec::new();
+    let dup_ids = duplicate_ids(&by_id, &mut findings);
+    let (dup_text, repeated) = duplicate_texts(&by_text, &mut findings);
+    let on_disk: FxHashSet<&str> = by_id.keys().copied().collect();
+    let gaps = manifest_gaps(facts, manifest, &on_disk, whole_root, &mut findings);
+    let n = facts.len();
+    let score = dedup_score(dup_ids, dup_text, gaps, n);
+    let measures = vec![
+        measure("duplicate chunk ids", dup_ids, n),
+        measure(
+            "chunks repeating another's exchanges and time under another id",
+            dup_text,
+            n,
+        ),
+        measure(
+            "exchanges asked again in another conversation (not scored)",
+            repeated,
+            n,
+        ),
+        measure(
+            "manifest gaps (chunks unrecorded, or recorded without a file)",
+            gaps,
+            n,
+        ),
+    ];
+    Criterion::new(5, "Deduplication", score, measures).finish(
+        findings,
+        "`chatmill verify --repair` re-derives the manifest from the chunk files; duplicates under other ids come from one conversation imported under two ids (two exports of one chat): remove the older input and run `chatmill import --reprocess`",
+    )
+}
+
+/// Chunks whose id another chunk file already has, each a finding; their
+/// count.
+fn duplicate_ids(by_id: &FxHashMap<&str, Vec<&Facts>>, findings: &mut Vec<Finding>) -> usize {
     let mut dup_ids = 0;
     for group in by_id.values().filter(|g| g.len() > 1) {
         dup_ids += group.len() - 1;
@@ -133,8 +168,16 @@ pub fn dedup(facts: &[Facts], manifest: &Manifest, whole_root: bool) -> Criterio
             ));
         }
     }
-    // The same exchanges at the same time under another id were imported
-    // twice; at another time, they were asked again (counted, not scored).
+    dup_ids
+}
+
+/// Chunks with the same exchanges as another: at the same time under
+/// another id they were imported twice (each a finding); at another time,
+/// they were asked again (counted, not scored). Returns both counts.
+fn duplicate_texts(
+    by_text: &FxHashMap<u64, Vec<&Facts>>,
+    findings: &mut Vec<Finding>,
+) -> (usize, usize) {
     let (mut dup_text, mut repeated) = (0, 0);
     for group in by_text.values().filter(|g| g.len() > 1) {
         let mut seen: FxHashMap<&str, &Facts> = FxHashMap::default();
@@ -158,8 +201,20 @@ pub fn dedup(facts: &[Facts], manifest: &Manifest, whole_root: bool) -> Criterio
             }
         }
     }
+    (dup_text, repeated)
+}
+
+/// Chunks no conversation of the manifest claims and, over the whole root,
+/// chunk ids the manifest lists without a file (`on_disk`), each a
+/// finding; their count.
+fn manifest_gaps(
+    facts: &[Facts],
+    manifest: &Manifest,
+    on_disk: &FxHashSet<&str>,
+    whole_root: bool,
+    findings: &mut Vec<Finding>,
+) -> usize {
     let known: FxHashSet<&str> = manifest.each_chunk_id().collect();
-    let on_disk: FxHashSet<&str> = by_id.keys().copied().collect();
     let unrecorded = facts
         .iter()
         .filter(|f| !known.contains(f.chunk_id.as_str()));
@@ -181,37 +236,20 @@ pub fn dedup(facts: &[Facts], manifest: &Manifest, whole_root: bool) -> Criterio
             });
         }
     }
-    let n = facts.len();
+    gaps
+}
+
+/// The deduplication score of `n` chunks: duplicate ids and manifest gaps
+/// weigh most, then exchanges imported twice.
+fn dedup_score(dup_ids: usize, dup_text: usize, gaps: usize, n: usize) -> u8 {
     let text_share = bands::share(dup_text, n);
-    let score = match (dup_ids, gaps) {
+    match (dup_ids, gaps) {
         (0, 0) if dup_text == 0 => 5,
         (0, 0) if text_share <= bands::DEDUP_TEXT_OK => 4,
         (0, _) if text_share <= bands::DEDUP_TEXT_OK => 3,
         _ if bands::share(dup_ids + dup_text, n) <= bands::DEDUP_SHARE => 2,
         _ => 1,
-    };
-    let measures = vec![
-        measure("duplicate chunk ids", dup_ids, n),
-        measure(
-            "chunks repeating another's exchanges and time under another id",
-            dup_text,
-            n,
-        ),
-        measure(
-            "exchanges asked again in another conversation (not scored)",
-            repeated,
-            n,
-        ),
-        measure(
-            "manifest gaps (chunks unrecorded, or recorded without a file)",
-            gaps,
-            n,
-        ),
-    ];
-    Criterion::new(5, "Deduplication", score, measures).finish(
-        findings,
-        "`chatmill verify --repair` re-derives the manifest from the chunk files; duplicates under other ids come from one conversation imported under two ids (two exports of one chat): remove the older input and run `chatmill import --reprocess`",
-    )
+    }
 }
 
 pub fn format(facts: &[Facts], unreadable: &[Unreadable]) -> Criterion {
@@ -316,79 +354,30 @@ fn covered(manifest: &Manifest) -> FxHashMap<&str, BTreeSet<u32>> {
 /// What the inputs in `inputs` hold against what their conversations'
 /// chunks and exclusions cover.
 pub fn preservation(manifest: &Manifest, inputs: &[&str]) -> (Criterion, Vec<Exclusion>) {
-    let covered = covered(manifest);
-    let mut left_out: FxHashMap<&str, BTreeSet<u32>> = FxHashMap::default();
-    for record in manifest.files.values() {
-        for (conv, p) in &record.pairs {
-            left_out
-                .entry(conv)
-                .or_default()
-                .extend(p.excluded.iter().map(|e| e.pair));
-        }
-    }
-    let (mut parsed, mut lost, mut uncounted, mut failed) = (0usize, 0usize, 0usize, 0usize);
-    let (mut findings, mut exclusions) = (Vec::new(), Vec::new());
+    let mut tally = Tally {
+        covered: covered(manifest),
+        left_out: left_out(manifest),
+        ..Tally::default()
+    };
     for key in inputs {
-        let Some(record) = manifest.files.get(*key) else {
-            continue;
-        };
-        match record.status {
-            FileStatus::Failed => {
-                failed += 1;
-                let why = record.reason.clone().unwrap_or_default();
-                findings.push(Finding {
-                    subject: key.to_string(),
-                    file: None,
-                    problem: format!("the input failed: {why}"),
-                });
-                continue;
-            }
-            FileStatus::Skipped => continue,
-            FileStatus::Processed if record.pairs.is_empty() && record.joined.is_none() => {
-                uncounted += 1;
-                continue;
-            }
-            FileStatus::Processed => {}
+        if let Some(record) = manifest.files.get(*key) {
+            tally.input(key, record);
         }
-        let mut input_lost = 0usize;
-        for (conv, p) in &record.pairs {
-            let none = BTreeSet::new();
-            let chunked = covered.get(conv.as_str()).unwrap_or(&none);
-            let excluded = left_out.get(conv.as_str()).unwrap_or(&none);
-            let kept = chunked.union(excluded).count();
-            parsed += p.parsed as usize;
-            input_lost += (p.parsed as usize).saturating_sub(kept);
-            exclusions.extend(p.excluded.iter().map(|e| Exclusion {
-                input: key.to_string(),
-                conversation: conv.clone(),
-                pair: e.pair,
-                reason: e.reason.clone(),
-                request: e.request.clone(),
-            }));
-        }
-        if input_lost > 0 {
-            findings.push(Finding {
-                subject: key.to_string(),
-                file: None,
-                problem: format!("{input_lost} pairs in no chunk and not excluded"),
-            });
-        }
-        lost += input_lost;
     }
+    let Tally {
+        parsed,
+        lost,
+        uncounted,
+        failed,
+        findings,
+        exclusions,
+        ..
+    } = tally;
     let borderline = exclusions
         .iter()
         .filter(|e| e.request.split_whitespace().count() > bands::BORDERLINE_WORDS)
         .count();
-    let share = bands::share(lost, parsed);
-    let score = match lost {
-        _ if parsed == 0 => 3,
-        0 if borderline == 0 => 5,
-        0 if borderline <= 2 => 4,
-        0 => 3,
-        _ if share <= bands::LOST_SHARE[0] => 3,
-        _ if share <= bands::LOST_SHARE[1] => 2,
-        _ => 1,
-    };
+    let score = preservation_score(lost, parsed, borderline);
     let measures = vec![
         measure(
             "pairs in the inputs (per input, per conversation)",
@@ -414,4 +403,104 @@ pub fn preservation(manifest: &Manifest, inputs: &[&str]) -> (Criterion, Vec<Exc
         "inputs recorded without pair counts are counted by `chatmill import --reprocess`; pairs lost point at a chunking bug: run `chatmill verify`, and report the input listed",
     );
     (criterion, exclusions)
+}
+
+/// The pairs of each conversation its inputs' records exclude.
+fn left_out(manifest: &Manifest) -> FxHashMap<&str, BTreeSet<u32>> {
+    let mut left_out: FxHashMap<&str, BTreeSet<u32>> = FxHashMap::default();
+    for record in manifest.files.values() {
+        for (conv, p) in &record.pairs {
+            left_out
+                .entry(conv)
+                .or_default()
+                .extend(p.excluded.iter().map(|e| e.pair));
+        }
+    }
+    left_out
+}
+
+/// The pairs of the inputs counted so far against what their
+/// conversations' chunks (`covered`) and exclusions (`left_out`) hold.
+#[derive(Default)]
+struct Tally<'m> {
+    covered: FxHashMap<&'m str, BTreeSet<u32>>,
+    left_out: FxHashMap<&'m str, BTreeSet<u32>>,
+    /// Pairs the adapters parsed.
+    parsed: usize,
+    /// Pairs in no chunk and not excluded.
+    lost: usize,
+    /// Inputs recorded without pair counts.
+    uncounted: usize,
+    failed: usize,
+    findings: Vec<Finding>,
+    exclusions: Vec<Exclusion>,
+}
+
+impl Tally<'_> {
+    /// Counts the input `key`, recorded as `record`.
+    fn input(&mut self, key: &str, record: &FileRecord) {
+        match record.status {
+            FileStatus::Failed => {
+                self.failed += 1;
+                let why = record.reason.clone().unwrap_or_default();
+                self.findings.push(Finding {
+                    subject: key.to_string(),
+                    file: None,
+                    problem: format!("the input failed: {why}"),
+                });
+                return;
+            }
+            FileStatus::Skipped => return,
+            FileStatus::Processed if record.pairs.is_empty() && record.joined.is_none() => {
+                self.uncounted += 1;
+                return;
+            }
+            FileStatus::Processed => {}
+        }
+        let mut input_lost = 0usize;
+        for (conv, p) in &record.pairs {
+            input_lost += self.conversation(key, conv, p);
+        }
+        if input_lost > 0 {
+            self.findings.push(Finding {
+                subject: key.to_string(),
+                file: None,
+                problem: format!("{input_lost} pairs in no chunk and not excluded"),
+            });
+        }
+        self.lost += input_lost;
+    }
+
+    /// Counts the pairs `p` of conversation `conv` in input `key`, keeps
+    /// its exclusions, and returns the pairs lost.
+    fn conversation(&mut self, key: &str, conv: &str, p: &InputPairs) -> usize {
+        let none = BTreeSet::new();
+        let chunked = self.covered.get(conv).unwrap_or(&none);
+        let excluded = self.left_out.get(conv).unwrap_or(&none);
+        let kept = chunked.union(excluded).count();
+        self.parsed += p.parsed as usize;
+        self.exclusions.extend(p.excluded.iter().map(|e| Exclusion {
+            input: key.to_string(),
+            conversation: conv.to_string(),
+            pair: e.pair,
+            reason: e.reason.clone(),
+            request: e.request.clone(),
+        }));
+        (p.parsed as usize).saturating_sub(kept)
+    }
+}
+
+/// The preservation score: no pair lost, then how few borderline requests
+/// were left out; else how small a share was lost.
+fn preservation_score(lost: usize, parsed: usize, borderline: usize) -> u8 {
+    let share = bands::share(lost, parsed);
+    match lost {
+        _ if parsed == 0 => 3,
+        0 if borderline == 0 => 5,
+        0 if borderline <= 2 => 4,
+        0 => 3,
+        _ if share <= bands::LOST_SHARE[0] => 3,
+        _ if share <= bands::LOST_SHARE[1] => 2,
+        _ => 1,
+    }
 }

@@ -5,18 +5,18 @@
 //! object in an answer is read, scores are clamped to 1–5, and an answer
 //! without any score counts as unparsable; no score is ever filled in.
 
+mod section;
+
 use std::path::Path;
 
 use chatmill_chunking::header::HeaderError;
 use chatmill_chunking::llm::LlmWriter;
 use rayon::prelude::*;
-use serde::Serialize;
 use serde_json::Value;
 
-use crate::Report;
+use crate::report::Report;
 
-/// The judged criteria: number and the answer's key.
-pub const JUDGED: [(u8, &str); 3] = [(1, "self_containment"), (2, "boundaries"), (4, "header")];
+pub use section::{JUDGED, Judge, Judged, Scores, Verdict};
 
 /// Characters of a chunk file the model is shown (small local models have
 /// small context windows).
@@ -31,64 +31,6 @@ self_containment: can the chunk be understood on its own, without the rest of th
 boundaries: does the chunk hold one complete exchange on one topic (not cut mid-answer, not two unrelated topics)? \
 header: does the context header, in 2 to 4 sentences, name the subject and what the user wanted, specifically rather than formulaically? \
 Answer with JSON only: {\"self_containment\": 1-5, \"boundaries\": 1-5, \"header\": 1-5, \"reason\": \"one sentence\"}.";
-
-/// The judged scores of one chunk (absent: the answer had none).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Scores {
-    pub self_containment: Option<u8>,
-    pub boundaries: Option<u8>,
-    pub header: Option<u8>,
-}
-
-impl Scores {
-    fn get(&self, key: &str) -> Option<u8> {
-        match key {
-            "self_containment" => self.self_containment,
-            "boundaries" => self.boundaries,
-            _ => self.header,
-        }
-    }
-}
-
-/// The model's verdict on one chunk.
-#[derive(Debug, Clone, Serialize)]
-pub struct Verdict {
-    pub chunk: String,
-    /// Absent when the answer held no score or there was no answer.
-    pub scores: Option<Scores>,
-    /// The model's reason (untrusted text).
-    pub reason: Option<String>,
-    /// Why there are no scores: the answer (cut short) or the failure.
-    pub problem: Option<String>,
-}
-
-/// One judged criterion: the judge's mean beside the measured score.
-#[derive(Debug, Clone, Serialize)]
-pub struct Judged {
-    pub number: u8,
-    pub name: &'static str,
-    pub measured: u8,
-    /// Mean of the judge's scores (absent when none).
-    pub judge_mean: Option<f64>,
-    /// Chunks the judge scored on this criterion.
-    pub n: usize,
-}
-
-/// The `judge` section of a report.
-#[derive(Debug, Clone, Serialize)]
-pub struct Judge {
-    pub model: String,
-    /// Chunk files sent.
-    pub sample: usize,
-    /// HTTP requests made (retries included).
-    pub requests: u64,
-    /// Answers without any score.
-    pub unparsable: usize,
-    /// Chunks without an answer (the endpoint failed).
-    pub failed: usize,
-    pub criteria: Vec<Judged>,
-    pub verdicts: Vec<Verdict>,
-}
 
 /// `n` chunk files evenly spaced by chunk id (deterministic).
 pub fn sample(report: &Report, n: usize) -> Vec<String> {

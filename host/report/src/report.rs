@@ -1,0 +1,77 @@
+//! The report: the seven criteria of a root (or of its latest import),
+//! measured from its chunk files and manifest.
+
+use std::path::{Path, PathBuf};
+
+use chatmill_root::manifest::Manifest;
+use chatmill_root::root::Root;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::criteria::{self, Criterion, Exclusion, PASS};
+use crate::error::ReportError;
+use crate::facts::{self, Facts};
+use crate::judge::Judge;
+use crate::scope::{Scope, select};
+
+/// The seven criteria of one root (or one import), with what they read.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub root: PathBuf,
+    pub scope: Scope,
+    pub generated_at: DateTime<Utc>,
+    /// Chunk files read.
+    pub chunks: usize,
+    /// Inputs whose records were read.
+    pub inputs: usize,
+    pub criteria: Vec<Criterion>,
+    /// Every pair left out of the chunks, so a person can check them.
+    pub exclusions: Vec<Exclusion>,
+    /// The measures the charts of `--html` draw (not in `--json`).
+    #[serde(skip)]
+    pub facts: Vec<Facts>,
+    /// A language model's rubric scores on a sample (`--judge`), beside
+    /// the measured ones; they never change `criteria` or the exit code.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judge: Option<Judge>,
+}
+
+impl Report {
+    /// Every criterion scores 3 or more.
+    pub fn passed(&self) -> bool {
+        self.criteria.iter().all(|c| c.score >= PASS)
+    }
+}
+
+/// Measures the root at `path` and scores the seven criteria.
+pub fn evaluate(path: &Path, scope: Scope) -> Result<Report, ReportError> {
+    let root = Root::new(path);
+    let manifest = Manifest::load(&root.manifest())?;
+    let (names, inputs) = select(&root, &manifest, scope)?;
+    let (facts, unreadable) = facts::load(root.chunks(), names);
+    let now = Utc::now();
+    let flags = criteria::flags(&facts);
+    let inputs: Vec<&str> = inputs.iter().map(String::as_str).collect();
+    let (preservation, exclusions) = criteria::preservation(&manifest, &inputs);
+    let criteria = vec![
+        criteria::containment(&facts, &flags),
+        criteria::boundaries(&facts, &flags),
+        criteria::metadata(&facts, &manifest, now),
+        criteria::headers(&facts, &flags),
+        criteria::dedup(&facts, &manifest, scope == Scope::All),
+        criteria::format(&facts, &unreadable),
+        preservation,
+    ];
+    tracing::debug!("report: {} chunks, {} inputs", facts.len(), inputs.len());
+    Ok(Report {
+        root: path.to_path_buf(),
+        scope,
+        generated_at: now,
+        chunks: facts.len() + unreadable.len(),
+        inputs: inputs.len(),
+        criteria,
+        exclusions,
+        facts,
+        judge: None,
+    })
+}
