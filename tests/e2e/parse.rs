@@ -106,12 +106,9 @@ fn a_reader_that_stops_early_stops_the_parse() {
         .read_to_string(&mut stderr)
         .unwrap();
     assert!(!stderr.contains("panicked"), "{stderr}");
-    assert_eq!(
-        status.code(),
-        Some(1),
-        "a closed pipe is a failed run: {stderr}"
-    );
-    assert!(stderr.contains("error:"), "{stderr}");
+    // A reader that went away ends the command quietly (as ripgrep does).
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("error:"), "{stderr}");
 }
 
 #[test]
