@@ -237,12 +237,7 @@ pub trait Store: Send + Sync {
     /// Which of `chunk_ids` the store holds (a few ids: it need not list
     /// every id, as [`Store::ids`] does).
     fn holding(&self, chunk_ids: &[String]) -> Result<BTreeSet<String>, IndexError> {
-        let all = self.ids()?;
-        Ok(chunk_ids
-            .iter()
-            .filter(|id| all.contains(*id))
-            .cloned()
-            .collect())
+        Ok(among(chunk_ids, &self.ids()?))
     }
     fn count(&self) -> Result<u64, IndexError>;
     /// The model and width of the stored vectors (`None` when the store
@@ -323,6 +318,16 @@ pub(crate) fn turn_pairs(range: &str) -> Option<(u32, u32)> {
     Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
 }
 
+/// The ids of `chunk_ids` that `all` holds: `holding` for a store or index
+/// that can only list every id.
+fn among(chunk_ids: &[String], all: &BTreeSet<String>) -> BTreeSet<String> {
+    chunk_ids
+        .iter()
+        .filter(|id| all.contains(*id))
+        .cloned()
+        .collect()
+}
+
 /// What the pipeline needs from the index.
 pub trait Indexer: Send + Sync {
     /// Embeds and stores (replacing records with the same chunk id).
@@ -345,12 +350,7 @@ pub trait Indexer: Send + Sync {
     fn ids(&self) -> Result<BTreeSet<String>, IndexError>;
     /// [`Store::holding`].
     fn holding(&self, chunk_ids: &[String]) -> Result<BTreeSet<String>, IndexError> {
-        let all = self.ids()?;
-        Ok(chunk_ids
-            .iter()
-            .filter(|id| all.contains(*id))
-            .cloned()
-            .collect())
+        Ok(among(chunk_ids, &self.ids()?))
     }
     fn count(&self) -> Result<u64, IndexError>;
     /// [`Store::metadata_outdated`].
