@@ -15,6 +15,24 @@ use crate::overlap::{self, Candidate};
 use crate::rules::{self, Check};
 use crate::{Error, Key, entropy, generic, placeholder};
 
+/// How adapters end a value they shortened (the SDK's `shorten`).
+const ELLIPSIS: &str = "\u{2026}";
+/// How far before a `…` a secret cut short may start.
+const CUT_WINDOW: usize = 512;
+/// The shortest head of a cut secret worth replacing.
+const CUT_MIN: usize = 8;
+/// What completes a cut secret for the probe: token characters (any
+/// vendor format); a URL's host (a password in user info); a key block's
+/// END line; a JWT's signature, or its payload and signature.
+/// Random-looking, so entropy checks pass.
+const FILLERS: [&str; 5] = [
+    ".Qx7Kp2Vw9Rt4Zm8Ny3Lb6Hc1Gd5Fj0Se7Ua2Ti9Ow4",
+    ".eyJQx7Kp2Vw9Rt4Zm8Ny3Lb6.Hc1Gd5Fj0Se7Ua2Ti9Ow4Pq8Xk3",
+    "Qx7Kp2Vw9Rt4Zm8Ny3Lb6Hc1Gd5Fj0Se7Ua2Ti9Ow4Pq8Xk3Yr6Mn1Bv5Cz0Dl7Eh2Fg9Jt4As8Wq3Ko6Iu1",
+    "Qx7Kp2Vw9Rt4Zm8Ny3Lb6Hc1Gd5Fj0Se7Ua2Ti9Ow4Pq8Xk3Yr6Mn1Bv5Cz0@h.example/db",
+    "Qx7Kp2Vw9Rt4Zm8Ny3Lb6Hc1Gd5Fj0Se7Ua2Ti9Ow4Pq8Xk3Yr6Mn1Bv5Cz0Dl7Eh2Fg9==\n-----END PRIVATE KEY-----\n",
+];
+
 /// Finds and replaces secrets. Compiled once; `Send + Sync`, so one can
 /// serve every thread.
 #[derive(Debug)]
@@ -135,10 +153,9 @@ impl Redactor {
     /// The secrets to replace: candidates outside existing placeholders,
     /// overlaps resolved, allow-listed ones dropped. Sorted by start.
     fn secrets(&self, text: &str) -> Vec<Candidate> {
-        let (live, has_placeholders) = self.live_rules(text);
-        let mut candidates = Vec::new();
-        for rule in live.iter() {
-            self.candidates(rule, text, &mut candidates);
+        let (mut candidates, has_placeholders) = self.found(text);
+        if memchr::memmem::find(text.as_bytes(), ELLIPSIS.as_bytes()).is_some() {
+            self.cut_short(text, &mut candidates);
         }
         if candidates.is_empty() {
             return candidates;
@@ -157,6 +174,82 @@ impl Redactor {
             });
         }
         winners
+    }
+
+    /// Every live rule's accepted matches in `text`, and whether it holds a
+    /// placeholder prefix.
+    fn found(&self, text: &str) -> (Vec<Candidate>, bool) {
+        let (live, has_placeholders) = self.live_rules(text);
+        let mut candidates = Vec::new();
+        for rule in live.iter() {
+            self.candidates(rule, text, &mut candidates);
+        }
+        (candidates, has_placeholders)
+    }
+
+    /// Secrets an adapter cut short: a summary ends a long value with `…`,
+    /// which can fall inside a secret, leaving a head no rule matches whole.
+    /// Before each `…` the text is probed with fillers that complete the
+    /// usual shapes (token characters; a URL's `@host`; a key block's END
+    /// line); a match that runs from the real text into the filler is a
+    /// secret cut short, and its real part (at least [`CUT_MIN`] bytes) is
+    /// a candidate under the rule that matched.
+    fn cut_short(&self, text: &str, out: &mut Vec<Candidate>) {
+        for (at, _) in text.match_indices(ELLIPSIS) {
+            let mut start = at.saturating_sub(CUT_WINDOW);
+            while !text.is_char_boundary(start) {
+                start += 1;
+            }
+            let before = &text[start..at];
+            if let Some(c) = self.cut_token(before) {
+                out.push(Candidate {
+                    range: start + c.range.start..start + c.range.end,
+                    ..c
+                });
+            }
+            for filler in FILLERS {
+                let probe = format!("{before}{filler}");
+                for c in self.found(&probe).0 {
+                    let real = c.range.start..c.range.end.min(before.len());
+                    if c.range.end > before.len() && real.len() >= CUT_MIN {
+                        out.push(Candidate {
+                            range: start + real.start..start + real.end,
+                            ..c
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    /// The token that ends `before` (a `…` follows it) when it starts with
+    /// a vendor format's prefix (`ghp_`, `AKIA`, `xoxb-`) and goes on with
+    /// at least 8 token characters, letters and digits among them: a
+    /// fixed-length secret cut short, which no filler completes to its
+    /// exact length.
+    fn cut_token(&self, before: &str) -> Option<Candidate> {
+        let token_len = before
+            .bytes()
+            .rev()
+            .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
+            .count();
+        let from = before.len() - token_len;
+        let token = &before[from..];
+        let m = self.prefilter.automaton.find(token)?;
+        let rest = &token[m.end()..];
+        let mixed = rest.bytes().any(|b| b.is_ascii_digit())
+            && rest.bytes().any(|b| b.is_ascii_alphabetic());
+        if m.start() != 0 || rest.len() < 8 || !mixed {
+            return None;
+        }
+        let rule = *self.prefilter.gates[m.pattern().as_usize()]
+            .iter()
+            .find(|&&r| self.rules[r].group == rules::Group::Specific)?;
+        Some(Candidate {
+            rule,
+            group: self.rules[rule].group,
+            range: from..before.len(),
+        })
     }
 
     /// Which rules can match `text` (by their keywords), and whether it

@@ -266,3 +266,42 @@ fn fallback_rules_find_a_bare_bearer_token_and_a_cut_off_key() {
     );
     assert!(support::planted::leaks(&body, &out).is_empty(), "{out}");
 }
+
+/// An adapter's summary may end a long value with `…` inside a secret;
+/// the head left is still redacted, under the rule that matches it once
+/// completed. Short heads and ordinary shortened text stay.
+#[test]
+fn a_secret_cut_short_by_an_ellipsis_is_still_redacted() {
+    let mut rng = Rng::new(9);
+    let r = redactor();
+    let token = ghp(&mut rng);
+    let head = &token[..20];
+    let jwt = format!("eyJ{}.eyJ{}", rng.from(B62, 20), rng.from(B62, 30));
+    let url = format!("postgres://app:{}", rng.from(B62, 14));
+    for (text, rule) in [
+        (
+            format!("[Tool: Bash gh auth login --with-token {head}…]"),
+            "github-token",
+        ),
+        (format!("[Tool: Bash echo {jwt}…]"), "jwt"),
+        (format!("[Tool: Bash psql {url}…]"), "url-password"),
+    ] {
+        let out = r.redact(&text);
+        assert!(
+            out.text.contains(&format!("[REDACTED:{rule}:")),
+            "{text} → {}",
+            out.text
+        );
+        assert!(out.text.ends_with("…]"), "{}", out.text);
+        for secret in [head, jwt.as_str(), &url[15..]] {
+            assert!(!out.text.contains(secret), "{}", out.text);
+        }
+    }
+    for kept in [
+        "[Tool: Bash find . -name \"*.json\" -o -name…]",
+        "CLERK_SECRET_KEY=sk_tes…(masked)",
+        "The reply says \"I'll analyze the codebase and create a CLAUDE.md file…\"",
+    ] {
+        assert_eq!(r.redact(kept).text, kept);
+    }
+}
