@@ -17,6 +17,7 @@ mod normalization;
 mod notes;
 mod parse;
 mod real_exports;
+mod redaction;
 mod reliability;
 mod report;
 mod report_judge;

@@ -48,6 +48,11 @@ pub struct Global {
     #[arg(long, global = true)]
     pub no_cache: bool,
 
+    /// Write, index and send this run's inputs without replacing their
+    /// secrets (prints a warning; see `[redact]` in the config).
+    #[arg(long, global = true)]
+    pub no_redact: bool,
+
     #[command(flatten)]
     pub limits: LimitArgs,
 }
@@ -118,6 +123,9 @@ pub enum Command {
     Report(ReportArgs),
     /// Parse export files with the adapters and print normalized JSON.
     Parse(ParseArgs),
+    /// List the secrets an import would redact in files or folders (masked),
+    /// without importing; exit 1 when any is found.
+    Scan(ScanArgs),
     /// Manage adapters.
     #[command(subcommand)]
     Adapters(AdaptersCommand),
@@ -148,6 +156,16 @@ pub struct ParseArgs {
     /// Print compact JSON (default: pretty).
     #[arg(long)]
     pub compact: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ScanArgs {
+    /// Files or folders (folders are walked recursively).
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// Print the secrets found as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

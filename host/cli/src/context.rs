@@ -31,6 +31,8 @@ pub struct Config {
     pub embedding: crate::backend::EmbeddingConfig,
     /// The index store (default: the embedded SQLite file).
     pub index: crate::backend::IndexConfig,
+    /// Secret redaction (default: on).
+    pub redact: crate::redaction::RedactConfig,
 }
 
 fn project_dirs() -> Option<directories::ProjectDirs> {
@@ -67,6 +69,9 @@ pub struct Context {
     pub adapters_dir: PathBuf,
     pub runtime: Runtime,
     pub dev_adapters: Vec<PathBuf>,
+    pub redact: crate::redaction::RedactConfig,
+    /// `--no-redact`: redaction off for this run.
+    pub no_redact: bool,
 }
 
 impl Context {
@@ -130,6 +135,8 @@ impl Context {
             adapters_dir,
             runtime,
             dev_adapters: global.adapters.clone(),
+            redact: config.redact.clone(),
+            no_redact: global.no_redact,
         })
     }
 

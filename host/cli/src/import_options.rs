@@ -21,6 +21,7 @@ pub fn options(ctx: &Context, inputs: Vec<std::path::PathBuf>) -> ImportOptions 
             agent_id: "external".into(),
             render: RenderOptions::default(),
             chunker: ChunkerConfig::default(),
+            redaction: None,
         },
         reprocess: None,
         live: false,

@@ -12,6 +12,7 @@ mod context;
 mod import_options;
 mod inputs;
 mod out;
+mod redaction;
 mod render;
 mod scores;
 mod socket;

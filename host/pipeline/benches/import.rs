@@ -265,6 +265,7 @@ fn run_stage(
                     agent_id: "external".into(),
                     render: RenderOptions::default(),
                     chunker: ChunkerConfig::default(),
+                    redaction: None,
                 },
                 reprocess: None,
                 live: false,
@@ -274,6 +275,7 @@ fn run_stage(
                 adapters: set,
                 header: &ExtractiveWriter,
                 indexer: index.as_ref().map(|i| i as &dyn chatmill_index::Indexer),
+                redactor: None,
             };
             let s = import::run(&svc, &opts, &mut |_| {}).expect("import");
             assert!(s.errors.is_empty(), "{s:?}");

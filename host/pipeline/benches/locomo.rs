@@ -336,6 +336,7 @@ fn import_sample(sample: &Value, sid: &str, work: &Path, imported: &mut Imported
         agent_id: sid.to_string(),
         render: Default::default(),
         chunker: Default::default(),
+        redaction: None,
     };
     std::fs::create_dir_all(&cfg.out_dir).expect("out dir");
     let mut manifest = Manifest::new();

@@ -5,11 +5,15 @@
 //! notes from `chatmill-root`) and commits them to the index through a
 //! [`sink`].
 //!
+//! Every conversation and turn goes through [`redaction`] before anything
+//! is made of it.
+//!
 //! Nothing here prints.
 
 pub mod backfill;
 pub mod import;
 pub mod inline;
 pub mod processor;
+pub mod redaction;
 pub mod sink;
 pub mod verify;

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use chatmill_index::Indexer;
+use chatmill_redact::Redactor;
 use chrono::DateTime;
 use serde::Serialize;
 
@@ -115,12 +116,63 @@ fn last_pair(turn_range: &str) -> u32 {
         .unwrap_or(0)
 }
 
+/// The kind of the problem of a chunk file that holds a secret.
+pub const SECRET: &str = "secret";
+
+/// Each chunk not redacted with `r`'s rule set (written before redaction,
+/// with it off, or with older rules) that holds a secret `r` finds. Chunks
+/// redacted with the current rules are not read again.
+fn check_secrets(chunks: &[Scanned], r: &Redactor, problems: &mut Vec<Problem>) {
+    let stale = |s: &&Scanned| {
+        s.doc
+            .frontmatter
+            .redaction
+            .is_none_or(|v| v < chatmill_redact::RULESET_VERSION)
+    };
+    for s in chunks.iter().filter(stale) {
+        let found = r.find(&s.text);
+        if found.is_empty() {
+            continue;
+        }
+        let shown: Vec<String> = found
+            .iter()
+            .take(3)
+            .map(|f| format!("{} `{}`", f.rule, f.preview))
+            .collect();
+        let more = found.len().saturating_sub(3);
+        let more = if more > 0 {
+            format!(", {more} more")
+        } else {
+            String::new()
+        };
+        push(
+            problems,
+            SECRET,
+            &s.rel,
+            format!(
+                "holds {} secrets redaction would replace ({}{more}); `chatmill import --reprocess` rewrites it from its input",
+                found.len(),
+                shown.join(", ")
+            ),
+        );
+    }
+}
+
 /// Checks the root; with `repair`, re-derives the manifest's chunk records
-/// and the index from the chunk files.
-pub fn run(root: &Path, indexer: Option<&dyn Indexer>, repair: bool) -> std::io::Result<Report> {
+/// and the index from the chunk files. With `secrets`, chunks not redacted
+/// with its rules are checked for secrets.
+pub fn run(
+    root: &Path,
+    indexer: Option<&dyn Indexer>,
+    repair: bool,
+    secrets: Option<&Redactor>,
+) -> std::io::Result<Report> {
     let mut report = Report::default();
     let chunks = ChunkStore::new(root).scan(&mut report.problems)?;
     report.chunk_files = chunks.len() as u32;
+    if let Some(r) = secrets {
+        check_secrets(&chunks, r, &mut report.problems);
+    }
     let by_id = unique(&chunks, &mut report.problems);
     let on_disk: BTreeSet<&str> = by_id.keys().copied().collect();
     let manifest_path = chatmill_root::root::Root::new(root).manifest();
@@ -150,7 +202,12 @@ pub fn run(root: &Path, indexer: Option<&dyn Indexer>, repair: bool) -> std::io:
     // against the repaired manifest).
     report.problems = problems_before
         .into_iter()
-        .filter(|p| matches!(p.kind, "unparsable" | "invalid-field" | "duplicate-id"))
+        .filter(|p| {
+            matches!(
+                p.kind,
+                "unparsable" | "invalid-field" | "duplicate-id" | SECRET
+            )
+        })
         .collect();
     let texts = chunks.iter().map(|s| (s.rel.as_str(), s.text.as_str()));
     for (kind, subject, message) in chatmill_root::assets::check(root, &m, texts) {
@@ -449,7 +506,7 @@ mod tests {
             .unwrap()
             .extend(["a".to_string(), "ghost".to_string()]);
 
-        let r = run(root, Some(&ix), false).unwrap();
+        let r = run(root, Some(&ix), false, None).unwrap();
         let kinds: BTreeSet<(&str, &str)> = r
             .problems
             .iter()
@@ -472,13 +529,13 @@ mod tests {
             (2, 2, Some(2))
         );
 
-        let r = run(root, Some(&ix), true).unwrap();
+        let r = run(root, Some(&ix), true, None).unwrap();
         assert_eq!(r.repaired.len(), 3, "{r:#?}");
         assert!(
             r.repaired[1].starts_with("wrote 1 conversation notes"),
             "{r:#?}"
         );
-        let after = run(root, Some(&ix), false).unwrap();
+        let after = run(root, Some(&ix), false, None).unwrap();
         assert_eq!(
             after.problems.iter().map(|p| p.kind).collect::<Vec<_>>(),
             ["unparsable"],
@@ -500,9 +557,9 @@ mod tests {
         let root = dir.path();
         std::fs::write(root.join("a.md"), chunk("a", "c1", "4")).unwrap();
         std::fs::write(root.join(MANIFEST_FILE), "{ truncated").unwrap();
-        let r = run(root, None, false).unwrap();
+        let r = run(root, None, false, None).unwrap();
         assert_eq!(r.problems[0].kind, "manifest");
-        let r = run(root, None, true).unwrap();
+        let r = run(root, None, true, None).unwrap();
         assert!(r.ok(), "{r:#?}");
         assert!(r.repaired[0].contains("rebuilt"));
         let m = Manifest::load(&root.join(MANIFEST_FILE)).unwrap();

@@ -40,6 +40,7 @@ fn clean(n: u32) -> ChunkDoc {
             chunk_id: chunk_id("chatgpt", &conv_id, turn, turn, time),
             agent_id: "external".into(),
             conversation_id: conv_id,
+            redaction: None,
             extra: BTreeMap::new(),
         },
         context: format!(

@@ -24,6 +24,7 @@ use std::sync::{Mutex, PoisonError};
 
 use chatmill_chunking::asset_link::{ASSETS_DIR, EXT_MAX, HASH_DIGITS};
 use chatmill_model::{ASSET_URI_SCHEME, Conversation, Part};
+use chatmill_redact::Redactor;
 
 use crate::inventory::{Item, Source};
 use crate::manifest::{AssetRecord, Manifest};
@@ -44,7 +45,15 @@ pub struct Assets<'i> {
     /// What this run copied and the manifest does not have yet, and the
     /// files that could not be copied (why).
     outcome: Mutex<(BTreeMap<String, AssetRecord>, Vec<String>)>,
+    /// Redacts text files as they are copied (`None`: copied as they are).
+    redactor: Option<&'i Redactor>,
+    /// Secrets replaced in the text files copied, by rule id.
+    redactions: Mutex<BTreeMap<String, u32>>,
 }
+
+/// Largest text file redacted in memory as it is copied; a larger file is
+/// taken as data and copied as it is.
+const TEXT_MAX: u64 = 16 << 20;
 
 /// The ChatGPT file id a name or pointer starts with: `file-` or `file_`
 /// and then letters and digits.
@@ -129,7 +138,28 @@ impl<'i> Assets<'i> {
             by_name,
             copied: Mutex::default(),
             outcome: Mutex::default(),
+            redactor: None,
+            redactions: Mutex::default(),
         }
+    }
+
+    /// Text files (UTF-8 without NUL bytes, up to 16 MiB: an uploaded
+    /// `.env`, a log) are copied with their secrets replaced, like chunk
+    /// text; images and other binary files as they are.
+    pub fn redacting(mut self, redactor: Option<&'i Redactor>) -> Self {
+        self.redactor = redactor;
+        self
+    }
+
+    /// The secrets replaced in the text files copied since the last call,
+    /// by rule id.
+    pub fn take_redactions(&self) -> BTreeMap<String, u32> {
+        std::mem::take(
+            &mut *self
+                .redactions
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
     }
 
     /// The file of `input`'s export an attachment names: by the file id its
@@ -209,7 +239,13 @@ impl<'i> Assets<'i> {
         let tmp = tempfile::Builder::new()
             .prefix(crate::root::TEMP_PREFIX)
             .tempfile_in(&self.dir)?;
-        let (sha256, size) = file.copy_into(std::io::BufWriter::new(tmp.as_file()))?;
+        let (mut sha256, mut size) = file.copy_into(std::io::BufWriter::new(tmp.as_file()))?;
+        if let Some(r) = self.redactor
+            && size <= TEXT_MAX
+            && let Some(digest) = self.redact_copy(r, tmp.path())?
+        {
+            (sha256, size) = digest;
+        }
         let name = format!("{}.{}", &sha256[..HASH_DIGITS], extension(&file.file_name));
         let path = crate::atomic::join_plain(&self.dir, &name)?;
         if path.exists() {
@@ -229,6 +265,32 @@ impl<'i> Assets<'i> {
         let mut outcome = self.outcome.lock().unwrap_or_else(PoisonError::into_inner);
         outcome.0.entry(name.clone()).or_insert(record);
         Ok(name)
+    }
+
+    /// Replaces the secrets of the text file just copied to `path`; the
+    /// hash and size of what it then holds, when it changed.
+    fn redact_copy(&self, r: &Redactor, path: &Path) -> std::io::Result<Option<(String, u64)>> {
+        let bytes = fs_err::read(path)?;
+        if bytes.contains(&0) {
+            return Ok(None);
+        }
+        let Ok(text) = std::str::from_utf8(&bytes) else {
+            return Ok(None);
+        };
+        let done = r.redact(text);
+        let std::borrow::Cow::Owned(text) = done.text else {
+            return Ok(None);
+        };
+        let mut all = self
+            .redactions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        for (rule, n) in done.counts {
+            *all.entry(rule).or_insert(0) += n;
+        }
+        drop(all);
+        fs_err::write(path, text.as_bytes())?;
+        crate::inventory::copy_hashing(text.as_bytes(), std::io::sink()).map(Some)
     }
 
     /// Records the assets copied since the last call in `manifest` (an

@@ -14,7 +14,9 @@ use sha2::{Digest, Sha256};
 /// 2: titles derived where the source has none, citations as footnotes in
 /// place, attachments linked to `assets/`, sub-agent runs of their own, one
 /// rule for mechanical exchanges ("hi again" is left out like "hi there").
-pub const CHUNK_FORMAT: u32 = 2;
+/// 3: secrets redacted, and the rule-set version in the frontmatter
+/// (`redaction`).
+pub const CHUNK_FORMAT: u32 = 3;
 
 /// The frontmatter: exactly the spec's fields, plus `conversation_id` and
 /// per-format extras (`project`, `session_id`, …) flattened in.
@@ -40,6 +42,12 @@ pub struct Frontmatter {
     /// `external` for imports, the agent's id (default `user`) inline.
     pub agent_id: String,
     pub conversation_id: String,
+    /// The redaction rule-set version its text was redacted with
+    /// (`chatmill_redact::RULESET_VERSION`); absent: not redacted (written
+    /// before redaction, or with it off). `verify` scans only chunks older
+    /// than the rules.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redaction: Option<u32>,
     #[serde(flatten)]
     pub extra: BTreeMap<String, String>,
 }
@@ -278,6 +286,7 @@ mod tests {
                 chunk_id: chunk_id("chatgpt", "conv-1", 3, 4, date),
                 agent_id: "external".into(),
                 conversation_id: "conv-1".into(),
+                redaction: None,
                 extra: BTreeMap::from([("project".into(), "bakery".into())]),
             },
             context: "The user is reviving a sourdough starter. They asked when it is ready."

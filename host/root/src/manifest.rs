@@ -77,6 +77,10 @@ pub struct AdapterRef {
     /// ([`crate::chunk::CHUNK_FORMAT`]; 1 in manifests that predate it).
     #[serde(default = "first_chunk_format")]
     pub chunk_format: u32,
+    /// The redaction rule-set version the chunks were redacted with
+    /// (`chatmill_redact::RULESET_VERSION`); absent: not redacted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redaction: Option<u32>,
 }
 
 fn first_chunk_format() -> u32 {
@@ -312,6 +316,7 @@ mod tests {
                     version: "0.1.0".into(),
                     sha256: "11".repeat(32),
                     chunk_format: crate::chunk::CHUNK_FORMAT,
+                    redaction: Some(1),
                 }),
                 processed_at: DateTime::from_timestamp(1_700_000_000, 0).unwrap(),
                 status: FileStatus::Processed,

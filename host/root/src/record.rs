@@ -70,6 +70,7 @@ mod tests {
                 chunk_id: "chatgpt-abc-001-2024-05-01".into(),
                 agent_id: "external".into(),
                 conversation_id: "c1".into(),
+                redaction: None,
                 extra: Default::default(),
             },
             context: "The user asks why their starter smells.".into(),

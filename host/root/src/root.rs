@@ -109,6 +109,13 @@ impl Root {
         self.state().join("embeddings.sqlite3")
     }
 
+    /// The random key of the root's redaction placeholders (0600): the
+    /// same secret reads the same placeholder in every chunk of this root,
+    /// and nothing outside the root can tell which secret it was.
+    pub fn redaction_key(&self) -> PathBuf {
+        self.state().join("redaction.key")
+    }
+
     /// The inline socket when there is no runtime folder.
     pub fn socket(&self) -> PathBuf {
         self.state().join("chatmill.sock")

@@ -72,6 +72,7 @@ fn run(
         index: Some(index),
         header,
         backfill: None,
+        redactor: None,
         adapters: vec![],
         version: "bench".into(),
     };

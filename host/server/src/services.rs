@@ -16,6 +16,9 @@ pub struct Services {
     /// The slow writer that backfills stand-in headers (`None`: no model
     /// configured, nothing is ever queued).
     pub backfill: Option<Arc<dyn HeaderWriter>>,
+    /// Replaces the secrets of each turn before it is logged, chunked or
+    /// indexed (`None`: redaction is off).
+    pub redactor: Option<Arc<chatmill_redact::Redactor>>,
     /// For `health`.
     pub adapters: Vec<String>,
     pub version: String,

@@ -30,7 +30,8 @@ pub(crate) fn spawn_writer(
         &cfg.root,
         Arc::clone(&services.header),
         services.index.clone().map(|i| i as Arc<dyn Indexer>),
-    )?;
+    )?
+    .redacting(services.redactor.clone());
     let mut batcher = Batcher {
         rx,
         max: cfg.max_batch.max(1),

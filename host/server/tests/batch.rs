@@ -124,6 +124,7 @@ fn concurrent_turns_are_each_acked_once_indexed_and_recorded() {
         index: Some(index.clone()),
         header: Arc::new(ExtractiveWriter),
         backfill: None,
+        redactor: None,
         adapters: vec![],
         version: "test".into(),
     };

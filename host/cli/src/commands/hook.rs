@@ -85,11 +85,13 @@ fn claude_code(ctx: &Context) -> Result<(String, String, Summary), String> {
         .index()
         .map_err(|e| format!("{:#}", e.error))?
         .deferring_vectors();
+    let redactor = crate::redaction::redactor(ctx).map_err(|e| format!("{:#}", e.error))?;
     let svc = Services {
         runtime: &ctx.runtime,
         adapters: &set,
         header: &ExtractiveWriter,
         indexer: Some(&index),
+        redactor: redactor.as_ref(),
     };
     let summary = import::run(&svc, &opts, &mut |_| {}).map_err(|e| e.to_string())?;
     let session = p.session_id.unwrap_or_else(|| "?".into());

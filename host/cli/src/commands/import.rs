@@ -38,11 +38,13 @@ pub fn run(ctx: &Context, args: ImportArgs) -> Result<ExitCode, CliError> {
         Some(w) => w,
         None => &ExtractiveWriter,
     };
+    let redactor = crate::redaction::redactor(ctx)?;
     let svc = Services {
         runtime: &ctx.runtime,
         adapters: &set,
         header,
         indexer: index.as_ref().map(|i| i as &dyn chatmill_index::Indexer),
+        redactor: redactor.as_ref(),
     };
     let result = import::run(&svc, &opts, &mut progress);
     if let Some(bar) = &bar {
@@ -134,6 +136,15 @@ fn print_human(s: &Summary, ctx: &Context) -> Result<(), CliError> {
     outln!("chunks written:      {}", s.chunks_written);
     outln!("duplicates skipped:  {}", s.duplicates_skipped);
     outln!("mechanical excluded: {}", s.mechanical_excluded);
+    if !s.redactions.is_empty() {
+        let total: u32 = s.redactions.values().sum();
+        let kinds: Vec<String> = s
+            .redactions
+            .iter()
+            .map(|(rule, n)| format!("{}: {n}", visible(rule)))
+            .collect();
+        outln!("secrets redacted:    {total} ({})", kinds.join(", "));
+    }
     if s.files_reprocessed > 0 {
         outln!("files reprocessed:   {}", s.files_reprocessed);
     }

@@ -23,11 +23,10 @@ pub fn run(ctx: &Context, args: McpArgs) -> Result<ExitCode, CliError> {
     chatmill_index::fill::spawn_filler(Arc::clone(&index), crate::vectors::FILL_EVERY);
     let writer = if args.allow_write {
         let indexer = Arc::clone(&index) as Arc<dyn Indexer>;
-        Some(InlineWriter::open(
-            &ctx.root,
-            Arc::new(ExtractiveWriter),
-            Some(indexer),
-        )?)
+        Some(
+            InlineWriter::open(&ctx.root, Arc::new(ExtractiveWriter), Some(indexer))?
+                .redacting(crate::redaction::redactor(ctx)?.map(Arc::new)),
+        )
     } else {
         None
     };

@@ -9,6 +9,7 @@ mod mcp;
 mod parse;
 mod reindex;
 mod report;
+mod scan;
 mod search;
 mod serve;
 mod turn;
@@ -26,6 +27,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
     match cli.command {
         Command::Import(args) => import::run(&ctx, args),
         Command::Parse(args) => parse::run(&ctx, args),
+        Command::Scan(args) => scan::run(&ctx, args),
         Command::Verify(args) => verify::run(&ctx, args),
         Command::Report(args) => report::run(&ctx, args),
         Command::Embed(args) => embed::run(&ctx, args),

@@ -46,6 +46,7 @@ pub fn run(ctx: &Context, args: ServeArgs) -> Result<ExitCode, CliError> {
         index: Some(index),
         header,
         backfill,
+        redactor: crate::redaction::redactor(ctx)?.map(Arc::new),
         adapters: set.ids().iter().map(|s| s.to_string()).collect(),
         version: env!("CARGO_PKG_VERSION").into(),
     };

@@ -22,12 +22,18 @@ pub fn run(ctx: &Context, args: VerifyArgs) -> Result<ExitCode, CliError> {
         .hint("pass `--root DIR` (or set CHATMILL_ROOT) to a folder chatmill imported into"));
     }
     let index = ctx.index()?;
-    let mut report = verify::run(&ctx.root, Some(&index), args.repair).map_err(|e| {
-        CliError::failed(anyhow::anyhow!(
-            "cannot verify `{}`: {e}",
-            ctx.root.display()
-        ))
-    })?;
+    // Chunks are checked for secrets while redaction is on.
+    let secrets = match ctx.redact.enabled {
+        true => Some(crate::redaction::finder(ctx, Some(&ctx.root))?),
+        false => None,
+    };
+    let mut report =
+        verify::run(&ctx.root, Some(&index), args.repair, secrets.as_ref()).map_err(|e| {
+            CliError::failed(anyhow::anyhow!(
+                "cannot verify `{}`: {e}",
+                ctx.root.display()
+            ))
+        })?;
     if args.repair {
         refresh_metadata(&ctx.root, &index, &mut report)?;
     }

@@ -94,6 +94,8 @@ struct Importer<'c> {
     ctx: &'c Context,
     set: chatmill_runtime::AdapterSet,
     index: Option<chatmill_index::Index>,
+    /// Replaces the secrets of what is imported (`None`: off).
+    redactor: Option<chatmill_redact::Redactor>,
 }
 
 impl<'c> Importer<'c> {
@@ -104,7 +106,13 @@ impl<'c> Importer<'c> {
         } else {
             Some(ctx.index()?.deferring_vectors())
         };
-        Ok(Self { ctx, set, index })
+        let redactor = crate::redaction::redactor(ctx)?;
+        Ok(Self {
+            ctx,
+            set,
+            index,
+            redactor,
+        })
     }
 
     /// Imports `paths` (those still there), live, and says what it did.
@@ -124,6 +132,7 @@ impl<'c> Importer<'c> {
                 .index
                 .as_ref()
                 .map(|i| i as &dyn chatmill_index::Indexer),
+            redactor: self.redactor.as_ref(),
         };
         match import::run(&svc, &opts, &mut |_| {}) {
             Ok(s) => {

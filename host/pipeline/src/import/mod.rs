@@ -55,6 +55,10 @@ pub fn run(
     opts: &ImportOptions,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Summary, ImportError> {
+    // Chunks say whether (and with which rule set) they were redacted.
+    let mut opts = opts.clone();
+    opts.processor.redaction = svc.redaction();
+    let opts = &opts;
     // A reprocess is one group: its forgotten conversations are rewritten
     // before any save names the run's work.
     let time = match opts.reprocess {
@@ -83,7 +87,7 @@ fn run_grouped(
             source: std::io::Error::other(e.message),
         })?;
     let items = select::without_own_files(items, &opts.root, &opts.processor.out_dir);
-    let assets = Assets::new(&opts.root, &items);
+    let assets = Assets::new(&opts.root, &items).redacting(svc.redactor);
     let staging = ahead::Staging::new(svc, opts, &manifest, ahead);
     std::thread::scope(|scope| {
         let index = svc.indexer.map(|ix| IndexSink::threaded(scope, ix));
@@ -242,6 +246,8 @@ impl<'r, 'p, 's> Driver<'r, 'p, 's> {
         if let Some(companion) = select::import_one(&mut work, item) {
             select::import_one(&mut work, companion);
         }
+        let redacted = assets.take_redactions();
+        crate::redaction::add(&mut self.summary.redactions, &redacted);
         for failed in assets.record_into(&mut self.manifest) {
             let hint = "the chunk names the file without a link; run the import again once the file can be read";
             let warning = record::problem(&item.key, failed, Some(hint.into()), true);
@@ -266,7 +272,12 @@ impl<'r, 'p, 's> Driver<'r, 'p, 's> {
         let Some(r) = self.opts.reprocess.as_ref().filter(|_| self.plan.is_none()) else {
             return;
         };
-        let plan = reprocess::prepare(&mut self.manifest, items, self.svc.adapters, r);
+        let plan = reprocess::prepare(
+            &mut self.manifest,
+            items,
+            (self.svc.adapters, self.svc.redaction()),
+            r,
+        );
         self.notes.touched_all();
         record::reprocess_planned(&mut self.summary, &plan);
         self.renew_processor();
@@ -290,7 +301,7 @@ impl<'r, 'p, 's> Driver<'r, 'p, 's> {
         tracing::debug!("inputs made durable in {} groups", self.group.saves);
         reprocess::remove_stale(self.svc, self.opts, &mut self.manifest, &gone)?;
         let mut summary = self.summary;
-        summary.inputs_outdated = outdated(&self.manifest, self.svc.adapters);
+        summary.inputs_outdated = outdated(&self.manifest, self.svc.adapters, self.svc.redaction());
         summary.chunks_total = self.manifest.chunk_count() as u32;
         let Some(indexer) = self.svc.indexer else {
             return Ok(summary);

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use chatmill_chunking::header::HeaderWriter;
 use chatmill_index::Indexer;
+use chatmill_redact::Redactor;
 use chatmill_runtime::{AdapterSet, Runtime};
 
 use crate::processor::ProcessorConfig;
@@ -33,6 +34,10 @@ pub struct Services<'a> {
     pub header: &'a dyn HeaderWriter,
     /// `None`: chunk files and manifest only.
     pub indexer: Option<&'a dyn Indexer>,
+    /// Replaces the secrets of every conversation parsed (and of text
+    /// assets copied) before anything is made of it; `None`: redaction is
+    /// off for this run (`--no-redact`, or `[redact] enabled = false`).
+    pub redactor: Option<&'a Redactor>,
 }
 
 /// Progress events, for a progress bar.
@@ -54,4 +59,12 @@ pub struct Reprocess {
     /// Only inputs whose chunks are of this platform, or that this adapter
     /// read (`None`: every outdated input).
     pub only: Option<String>,
+}
+
+impl Services<'_> {
+    /// The rule-set version the chunks of this run are redacted with
+    /// (`None`: redaction is off).
+    pub fn redaction(&self) -> Option<u32> {
+        self.redactor.map(|_| chatmill_redact::RULESET_VERSION)
+    }
 }

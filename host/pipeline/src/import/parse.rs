@@ -10,6 +10,7 @@ use chatmill_runtime::{Adjustments, Declined, Input, LoadedAdapter};
 
 use super::options::Services;
 use super::prepare::Early;
+use crate::redaction::Redactions;
 
 /// What the parse thread leaves: the adapter that read the input, the ones
 /// that declined it first, what the trust boundary changed, and the hint of
@@ -29,6 +30,8 @@ pub(super) struct Parsed<'a> {
 pub(super) struct Arrival {
     pub(super) conv: Conversation,
     pub(super) early: Option<Early>,
+    /// The secrets replaced in it ([`crate::redaction`]).
+    pub(super) redactions: Redactions,
 }
 
 /// What the parse sends: a conversation, or the error that ends it.
@@ -48,9 +51,18 @@ pub(super) fn parse_into<'a>(
     (tx, early): (&SyncSender<Sent>, Option<Stage<'_>>),
 ) -> Parsed<'a> {
     let mut early = early;
-    let mut send = |conv: Conversation| {
+    let mut send = |mut conv: Conversation| {
+        let redactions = svc
+            .redactor
+            .map(|r| crate::redaction::conversation(r, &mut conv))
+            .unwrap_or_default();
         let early = early.as_mut().and_then(|f| f(&conv));
-        tx.send(Ok(Arrival { conv, early })).is_ok()
+        tx.send(Ok(Arrival {
+            conv,
+            early,
+            redactions,
+        }))
+        .is_ok()
     };
     let (mut stream, declined) = match svc.runtime.parse_first(candidates, input) {
         Ok(opened) => opened,

@@ -150,6 +150,7 @@ pub(super) fn outcome(
         version: adapter.info.version.clone(),
         sha256: adapter.sha256.clone(),
         chunk_format: chatmill_root::chunk::CHUNK_FORMAT,
+        redaction: w.svc.redaction(),
     });
     for d in &staged.parsed.declined {
         let reason = format!(

@@ -36,26 +36,32 @@ use crate::import::Reprocess;
 const LOCK_WAIT: Duration = Duration::from_secs(600);
 
 /// Whether the input of `rec` was read by something else than would read
-/// it now: another build of its adapter, or an older chunk format. Inputs
-/// whose adapter is no longer installed are not (nothing could reread
-/// them).
-pub fn is_outdated(rec: &FileRecord, adapters: &AdapterSet) -> bool {
+/// it now: another build of its adapter, an older chunk format, or (while
+/// redaction is on: `redaction` is the rule-set version) no redaction or
+/// an older rule set. Inputs whose adapter is no longer installed are not
+/// (nothing could reread them).
+pub fn is_outdated(rec: &FileRecord, adapters: &AdapterSet, redaction: Option<u32>) -> bool {
     let Some(made) = rec.adapter.as_ref() else {
         return false;
     };
     if rec.status != FileStatus::Processed {
         return false;
     }
-    adapters
-        .get(&made.id)
-        .is_some_and(|now| now.sha256 != made.sha256 || made.chunk_format < CHUNK_FORMAT)
+    let unredacted = redaction.is_some_and(|now| made.redaction.is_none_or(|then| then < now));
+    adapters.get(&made.id).is_some_and(|now| {
+        now.sha256 != made.sha256 || made.chunk_format < CHUNK_FORMAT || unredacted
+    })
 }
 
 /// Outdated inputs by the id of the adapter that read them.
-pub fn outdated(manifest: &Manifest, adapters: &AdapterSet) -> BTreeMap<String, u32> {
+pub fn outdated(
+    manifest: &Manifest,
+    adapters: &AdapterSet,
+    redaction: Option<u32>,
+) -> BTreeMap<String, u32> {
     let mut by_adapter = BTreeMap::new();
     for rec in manifest.files.values() {
-        if is_outdated(rec, adapters)
+        if is_outdated(rec, adapters, redaction)
             && let Some(a) = &rec.adapter
         {
             *by_adapter.entry(a.id.clone()).or_insert(0) += 1;
@@ -80,7 +86,7 @@ pub(super) struct Plan {
 pub(super) fn prepare(
     manifest: &mut Manifest,
     items: &[Item],
-    adapters: &AdapterSet,
+    (adapters, redaction): (&AdapterSet, Option<u32>),
     opts: &Reprocess,
 ) -> Plan {
     let present: BTreeSet<&str> = items
@@ -90,7 +96,7 @@ pub(super) fn prepare(
         .collect();
     let mut plan = Plan::default();
     for (key, rec) in &manifest.files {
-        if !is_outdated(rec, adapters) || !selected(manifest, rec, opts) {
+        if !is_outdated(rec, adapters, redaction) || !selected(manifest, rec, opts) {
             continue;
         }
         if present.contains(key.as_str()) {

@@ -202,10 +202,15 @@ fn prepare_and_commit(
                     parsed_all = true;
                     break;
                 };
-                let Arrival { mut conv, early } = arrival?;
+                let Arrival {
+                    mut conv,
+                    early,
+                    redactions,
+                } = arrival?;
                 let seen = seen_before(&mut chunked, &conv, |key| {
                     w.manifest.conversations.get(key).map_or(0, |r| r.last_pair)
                 });
+                crate::redaction::add(&mut w.summary.redactions, &redactions.since(seen));
                 let seq = sent;
                 sent += 1;
                 // Prepared ahead or not, its pairs count until it is

@@ -49,4 +49,7 @@ pub struct Summary {
     /// After the run, inputs an older chatmill read (by the adapter that
     /// read them): `import --reprocess` would read them again.
     pub inputs_outdated: std::collections::BTreeMap<String, u32>,
+    /// Secrets replaced by placeholders in what this run chunked, by rule
+    /// id.
+    pub redactions: std::collections::BTreeMap<String, u32>,
 }

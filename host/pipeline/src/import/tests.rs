@@ -24,6 +24,7 @@ fn options(root: &std::path::Path, inputs: Vec<PathBuf>) -> ImportOptions {
             agent_id: "external".into(),
             render: Default::default(),
             chunker: Default::default(),
+            redaction: None,
         },
         reprocess: None,
         live: false,
@@ -61,6 +62,7 @@ fn chunks_another_writer_records_during_an_import_are_indexed_by_it() {
         adapters: &adapters,
         header: &ExtractiveWriter,
         indexer: Some(&index),
+        redactor: None,
     };
     let opts = options(
         &root,
@@ -155,6 +157,7 @@ fn temp_files_are_swept_only_while_holding_the_root_lock() {
         adapters: &adapters,
         header: &ExtractiveWriter,
         indexer: None,
+        redactor: None,
     };
     let opts = options(&root, Vec::new());
     std::thread::scope(|s| {
@@ -386,6 +389,7 @@ fn conversations_prepared_ahead_are_placed_only_where_their_guess_holds() {
         adapters: &adapters,
         header: &ExtractiveWriter,
         indexer: None,
+        redactor: None,
     };
     let (sessions, early, full) = sessions_with_a_cut_copy(dir.path());
     let one_by_one = dir.path().join("one-by-one");
@@ -412,6 +416,7 @@ fn conversations_prepared_ahead_are_placed_only_where_their_guess_holds() {
     let index = Counting::default();
     let indexed = Services {
         indexer: Some(&index),
+        redactor: None,
         ..svc
     };
     let mut chunks = 0;

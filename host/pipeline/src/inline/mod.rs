@@ -40,6 +40,7 @@ use std::time::Duration;
 
 use chatmill_adapter_markdown::{RawLogEntry, parse_raw_log, render_raw_log_entry};
 use chatmill_index::{ChunkRecord, Indexer};
+use chatmill_redact::Redactor;
 use chrono::{DateTime, Utc};
 
 use crate::backfill::Queue;
@@ -74,6 +75,9 @@ pub struct InlineWriter {
     manifest_stamp: Option<(std::time::SystemTime, u64)>,
     sessions: HashMap<String, Session>,
     lock_timeout: Duration,
+    /// Replaces the secrets of each turn before it is logged or chunked
+    /// (`None`: redaction is off).
+    redactor: Option<Arc<Redactor>>,
 }
 
 impl InlineWriter {
@@ -96,7 +100,15 @@ impl InlineWriter {
             manifest_stamp: stamp(&manifest_path),
             sessions: HashMap::new(),
             lock_timeout: Duration::from_millis(1500),
+            redactor: None,
         })
+    }
+
+    /// Redacts every turn with `redactor` before it reaches the raw log,
+    /// a chunk, the header model or the index ([`crate::redaction`]).
+    pub fn redacting(mut self, redactor: Option<Arc<Redactor>>) -> Self {
+        self.redactor = redactor;
+        self
     }
 
     pub fn root(&self) -> &Path {
@@ -123,6 +135,14 @@ impl InlineWriter {
     /// only then is an answer `Ok`. Each turn gets its own answer (in the
     /// order given): one bad turn fails alone.
     pub fn turns(&mut self, turns: &[Turn]) -> Vec<Result<Ack, InlineError>> {
+        let redacted: Vec<Turn>;
+        let turns = match &self.redactor {
+            Some(r) => {
+                redacted = turns.iter().map(|t| turn::redacted(r, t)).collect();
+                &redacted[..]
+            }
+            None => turns,
+        };
         let mut steps: Vec<Step> = turns
             .iter()
             .map(|t| match check(t) {
@@ -240,6 +260,10 @@ impl InlineWriter {
             agent_id: t.agent_id.clone().unwrap_or_else(|| "user".into()),
             render: Default::default(),
             chunker: Default::default(),
+            redaction: self
+                .redactor
+                .as_ref()
+                .map(|_| chatmill_redact::RULESET_VERSION),
         };
         let mut processor = Processor::for_ids(cfg, self.header.as_ref(), &self.manifest, key);
         let session = self

@@ -56,6 +56,30 @@ pub(super) fn valid_session(id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
+/// `t` with the secrets of its texts replaced ([`crate::redaction`]). The
+/// session id is not: it is checked to be a plain name, and names files.
+pub(super) fn redacted(r: &chatmill_redact::Redactor, t: &Turn) -> Turn {
+    use crate::redaction::field;
+    let mut t = t.clone();
+    let c = &mut crate::redaction::Counts::new();
+    field(r, &mut t.user, c);
+    field(r, &mut t.assistant, c);
+    for s in [&mut t.model, &mut t.agent_id, &mut t.title]
+        .into_iter()
+        .flatten()
+    {
+        field(r, s, c);
+    }
+    if !c.is_empty() {
+        tracing::info!(
+            "session `{}` turn {}: redacted {c:?}",
+            t.session_id,
+            t.turn_index
+        );
+    }
+    t
+}
+
 /// Refuses a turn that cannot be recorded.
 pub(super) fn check(t: &Turn) -> Result<(), InlineError> {
     if !valid_session(&t.session_id) {

@@ -26,6 +26,10 @@ pub struct ProcessorConfig {
     pub agent_id: String,
     pub render: RenderOptions,
     pub chunker: ChunkerConfig,
+    /// The redaction rule-set version the conversations were redacted
+    /// with, written in each chunk's frontmatter (`None`: not redacted). An
+    /// import sets it from its services.
+    pub redaction: Option<u32>,
 }
 
 /// Lowercase ASCII letters and digits joined by `-`, at most `max` chars.

@@ -461,6 +461,7 @@ impl<'a> Processor<'a> {
                 chunk_id: id.clone(),
                 agent_id: self.cfg.agent_id.clone(),
                 conversation_id: conv.id.clone(),
+                redaction: self.cfg.redaction,
                 extra,
             },
             context: header.context,
@@ -706,6 +707,7 @@ mod tests {
             agent_id: "external".into(),
             render: RenderOptions::default(),
             chunker: ChunkerConfig::default(),
+            redaction: None,
         }
     }
 
