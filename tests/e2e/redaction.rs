@@ -318,13 +318,6 @@ fn no_planted_secret_reaches_the_root_or_an_endpoint() {
             }
         }
     }
-    if !leaks.is_empty() && std::env::var_os("KEEP_ROOT").is_some() {
-        let _ = std::fs::remove_dir_all("/tmp/kept-root");
-        std::process::Command::new("cp")
-            .args(["-r", root.to_str().unwrap(), "/tmp/kept-root"])
-            .status()
-            .unwrap();
-    }
     assert!(
         leaks.is_empty(),
         "{} leaks:\n{}",
@@ -383,4 +376,109 @@ fn no_planted_secret_reaches_the_root_or_an_endpoint() {
             s.rule
         );
     }
+}
+
+/// A root written without redaction: `verify` names the chunks that hold
+/// a secret, the import counts their input as outdated, and `import
+/// --reprocess` rewrites them redacted under the same chunk ids.
+#[test]
+fn chunks_written_unredacted_are_found_and_rewritten_by_reprocess() {
+    let env = Env::new();
+    let mut rng = Rng::new(77);
+    let samples: Vec<Sample> = planted::specific(&mut rng).into_iter().take(5).collect();
+    let session = env.write("in/5e55-10n.jsonl", claude_code(&samples));
+    let root = env.path("root");
+    let root_arg = root.to_str().unwrap();
+    let chatmill = |args: &[&str]| {
+        let out = env
+            .cmd()
+            .args(["--root", root_arg])
+            .args(args)
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.code(), text)
+    };
+    let session = session.to_str().unwrap();
+    let (code, text) = chatmill(&["--no-redact", "import", session]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("warning: --no-redact"), "{text}");
+    let chunk_ids = |dir: &Path| -> Vec<String> {
+        let mut ids: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".md"))
+            .collect();
+        ids.sort();
+        ids
+    };
+    let before = chunk_ids(&root);
+    let leaked = |root: &Path| {
+        let mut files = Vec::new();
+        all_files(root, &mut files);
+        let mut at = std::collections::BTreeSet::new();
+        for s in &samples {
+            for (name, t) in &files {
+                if !planted::leaks(&s.secret, t).is_empty() {
+                    at.insert(format!("{} in {name}", s.rule));
+                }
+            }
+        }
+        at
+    };
+    let unredacted = leaked(&root);
+    for s in &samples {
+        let rule = format!("{} in ", s.rule);
+        assert!(
+            unredacted.iter().any(|l| l.starts_with(&rule)),
+            "unredacted on purpose: {unredacted:?}"
+        );
+    }
+
+    let (code, text) = chatmill(&["verify"]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("secret: claude-code-"), "{text}");
+    assert!(text.contains("import --reprocess"), "{text}");
+
+    let (code, text) = chatmill(&["import", session]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("1 inputs were read by an older chatmill"),
+        "{text}"
+    );
+
+    let (code, text) = chatmill(&["import", "--reprocess", session]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("secrets redacted:"), "{text}");
+    let left = leaked(&root);
+    assert!(left.is_empty(), "{left:#?}");
+    assert_eq!(chunk_ids(&root), before, "the same chunk ids");
+    let (code, text) = chatmill(&["verify"]);
+    assert_eq!(code, Some(0), "{text}");
+}
+
+/// Redaction off with a header model that is not on this machine needs a
+/// second, explicit setting; nothing is imported without it.
+#[test]
+fn redaction_off_never_sends_to_a_remote_endpoint_without_a_second_setting() {
+    let env = Env::new();
+    let config = "[header]\nurl = \"https://llm.example.invalid/v1\"\nmodel = \"m\"\n\n[redact]\nenabled = false\n";
+    env.write("config.toml", config);
+    let session = env.write("in/s.jsonl", claude_code(&samples()[..1]));
+    let root = env.path("root");
+    let out = env
+        .cmd()
+        .args(["--root", root.to_str().unwrap(), "import"])
+        .arg(&session)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("send_unredacted"), "{stderr}");
+    assert!(!root.join(".processing-manifest.json").exists());
 }

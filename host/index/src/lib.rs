@@ -260,6 +260,13 @@ pub trait Store: Send + Sync {
     fn metadata_outdated(&self) -> Result<bool, IndexError> {
         Ok(false)
     }
+    /// Drops what deleted or replaced documents left in the store's files
+    /// (their words in the keyword index's term lists), so that the old
+    /// text of a chunk rewritten without its secrets is gone from disk.
+    /// Costs a rewrite of the keyword index: called after a reprocess.
+    fn purge(&self) -> Result<(), IndexError> {
+        Ok(())
+    }
     /// Rewrites the metadata of the stored chunks among `records` (their
     /// vectors and documents stay); chunks it does not hold are ignored.
     fn refresh_metadata(&self, _records: &[ChunkRecord]) -> Result<(), IndexError> {
@@ -356,6 +363,10 @@ pub trait Indexer: Send + Sync {
     /// [`Store::metadata_outdated`].
     fn metadata_outdated(&self) -> Result<bool, IndexError> {
         Ok(false)
+    }
+    /// [`Store::purge`].
+    fn purge(&self) -> Result<(), IndexError> {
+        Ok(())
     }
     /// [`Store::refresh_metadata`].
     fn refresh_metadata(&self, _records: &[ChunkRecord]) -> Result<(), IndexError> {

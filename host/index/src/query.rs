@@ -476,6 +476,10 @@ impl Indexer for Index {
         self.store.metadata_outdated()
     }
 
+    fn purge(&self) -> Result<(), IndexError> {
+        self.store.purge()
+    }
+
     fn refresh_metadata(&self, records: &[ChunkRecord]) -> Result<(), IndexError> {
         self.store.refresh_metadata(records)
     }

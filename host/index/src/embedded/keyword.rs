@@ -135,5 +135,20 @@ pub(super) fn tune_merges(conn: &Connection) -> rusqlite::Result<()> {
             [AUTOMERGE],
         )?;
     }
+    // A deleted document's terms leave the index at once, not at a later
+    // merge: a chunk rewritten without its secrets leaves no trace of them.
+    let secure: Option<i64> = conn
+        .query_row(
+            "SELECT v FROM chunks_fts_config WHERE k = 'secure-delete'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
+    if secure != Some(1) {
+        conn.execute(
+            "INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('secure-delete', 1)",
+            [],
+        )?;
+    }
     Ok(())
 }

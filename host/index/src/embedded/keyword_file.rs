@@ -149,7 +149,7 @@ pub(super) fn open_writer(
     before_table(&conn);
     conn.execute_batch(concat!(
         "PRAGMA page_size = 8192; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;
-         PRAGMA cache_size = -16384;",
+         PRAGMA cache_size = -16384; PRAGMA secure_delete = ON;",
         fts_table!(),
         "CREATE TABLE IF NOT EXISTS keyword_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
     ))?;

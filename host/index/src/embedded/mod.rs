@@ -87,6 +87,18 @@ impl Store for SqliteStore {
         })
     }
 
+    fn purge(&self) -> Result<(), IndexError> {
+        let conn = self.conn();
+        // `optimize` merges the keyword index into one segment, leaving
+        // out deleted documents' terms; with `secure_delete` the pages
+        // freed are zeroed, and the checkpoint empties the WAL.
+        conn.execute_batch(
+            "INSERT INTO kw.chunks_fts(chunks_fts) VALUES ('optimize');
+             PRAGMA kw.wal_checkpoint(TRUNCATE); PRAGMA main.wal_checkpoint(TRUNCATE);",
+        )
+        .map_err(|e| self.e(e))
+    }
+
     fn delete(&self, chunk_ids: &[String]) -> Result<(), IndexError> {
         let mut conn = self.conn();
         self.agreeing(&mut conn)?;

@@ -73,8 +73,13 @@ impl SqliteStore {
             // looks up the length of every match, and inserts update FTS5's
             // b-trees. (A memory map measured no faster and inflates RSS by
             // the file size.)
-            c.execute_batch("PRAGMA cache_size = -16384; PRAGMA kw.cache_size = -16384;")
-                .map_err(|e| err(path, e))?;
+            // What is deleted is overwritten: a chunk rewritten without its
+            // secrets (`import --reprocess`) must not leave them in free pages.
+            c.execute_batch(
+                "PRAGMA cache_size = -16384; PRAGMA kw.cache_size = -16384;
+                 PRAGMA secure_delete = ON; PRAGMA kw.secure_delete = ON;",
+            )
+            .map_err(|e| err(path, e))?;
         }
         let lengths = register_lengths(&conn);
         Ok(Self {

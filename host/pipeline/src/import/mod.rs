@@ -313,6 +313,13 @@ impl<'r, 'p, 's> Driver<'r, 'p, 's> {
             let out_dir = &self.opts.processor.out_dir;
             catch_up_into(indexer, &self.manifest, out_dir, &mut summary, &mut failure);
         }
+        // A reprocess replaced chunks (their old text may hold secrets):
+        // nothing of the old text stays in the index's files.
+        if self.plan.as_ref().is_some_and(|p| !p.due.is_empty())
+            && let Err(e) = indexer.purge()
+        {
+            tracing::warn!("the index could not drop what the replaced chunks left: {e}");
+        }
         summary.index_total = indexer.count().ok();
         if let Some((n, e)) = failure {
             summary.errors.push(index_problem(n, &e));
