@@ -342,7 +342,20 @@ fn import_sample(sample: &Value, sid: &str, work: &Path, imported: &mut Imported
     let mut manifest = Manifest::new();
     let mut processor = Processor::new(cfg, &header, &manifest);
     let mut last: Option<i64> = None;
-    for (conv, dia) in conversations(sample) {
+    // LOCOMO_REDACT=1: each session through the import's redaction step
+    // first, to show it leaves retrieval as it was.
+    let redactor = std::env::var_os("LOCOMO_REDACT").map(|_| {
+        let key = chatmill_redact::Key::from_bytes([1; 32]);
+        chatmill_redact::Redactor::new(key, &Default::default()).expect("rules compile")
+    });
+    for (mut conv, dia) in conversations(sample) {
+        if let Some(r) = &redactor {
+            let done = chatmill_pipeline::redaction::conversation(r, &mut conv);
+            let n: u32 = done.since(0).values().sum();
+            if n > 0 {
+                println!("{sid} {}: {n} redacted {:?}", conv.id, done.since(0));
+            }
+        }
         last = last.max(conv.created.map(|t| t.timestamp()));
         let outcome = processor
             .process(&conv, "locomo10.json", Utc::now(), &mut manifest)

@@ -472,6 +472,48 @@ mod tests {
         assert_eq!(links_in(text).collect::<Vec<_>>(), ["0123456789abcdef.png"]);
     }
 
+    /// A text file is copied with its secrets replaced (and named by what
+    /// was written, which `verify` checks); a binary file as it is.
+    #[test]
+    fn text_assets_are_copied_redacted_and_binary_ones_as_they_are() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = "ghp_0123456789abcdefABCDEF0123456789wxyz";
+        let env = dir.path().join("app.env");
+        std::fs::write(&env, format!("DEBUG=1\nGITHUB_TOKEN={secret}\n")).unwrap();
+        let png = dir.path().join("shot.png");
+        let binary = [&b"\x89PNG\0\0"[..], secret.as_bytes()].concat();
+        std::fs::write(&png, &binary).unwrap();
+        let item = |path: &std::path::Path| Item {
+            source: Source::File(path.to_path_buf()),
+            key: path.display().to_string(),
+            file_name: path.file_name().unwrap().to_string_lossy().into_owned(),
+            mtime: std::time::SystemTime::UNIX_EPOCH,
+            companion: None,
+        };
+        let items = [item(&env), item(&png)];
+        let root = dir.path().join("root");
+        let r = Redactor::new(
+            chatmill_redact::Key::from_bytes([1; 32]),
+            &chatmill_redact::Config::default(),
+        )
+        .unwrap();
+        let assets = Assets::new(&root, &items).redacting(Some(&r));
+        let text_asset = assets.copy(&items[0]).unwrap();
+        let binary_asset = assets.copy(&items[1]).unwrap();
+        let text = std::fs::read_to_string(root.join("assets").join(&text_asset)).unwrap();
+        assert!(!text.contains(secret), "{text}");
+        assert!(text.starts_with("DEBUG=1\nGITHUB_TOKEN=[REDACTED:github-token:"));
+        assert_eq!(assets.take_redactions().get("github-token"), Some(&1));
+        let copied = std::fs::read(root.join("assets").join(&binary_asset)).unwrap();
+        assert_eq!(copied, binary);
+        let mut manifest = Manifest::default();
+        assets.record_into(&mut manifest);
+        let (sha, size) = hash_of(&root.join("assets").join(&text_asset)).unwrap();
+        assert_eq!(manifest.assets[&text_asset].sha256, sha);
+        assert_eq!(manifest.assets[&text_asset].size, size);
+        assert!(text_asset.starts_with(&sha[..HASH_DIGITS]));
+    }
+
     fn zip_item(archive: &str, name: &str) -> Item {
         Item {
             source: Source::ZipEntry {

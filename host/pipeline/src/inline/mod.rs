@@ -571,6 +571,31 @@ mod tests {
         }
     }
 
+    /// A redacting writer: the secret of a turn reaches neither its raw
+    /// log nor its chunk; its placeholder does, and the chunk says which
+    /// rule set redacted it.
+    #[test]
+    fn a_turns_secrets_reach_neither_raw_log_nor_chunk() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = chatmill_redact::Key::from_bytes([5; 32]);
+        let r = Redactor::new(key, &chatmill_redact::Config::default()).unwrap();
+        let mut w = InlineWriter::open(dir.path(), Arc::new(ExtractiveWriter), None)
+            .unwrap()
+            .redacting(Some(Arc::new(r)));
+        let secret = "ghp_0123456789abcdefABCDEF0123456789wxyz";
+        let mut t = turn(1, &format!("Why does `git push` with {secret} fail?"));
+        t.title = Some(format!("push with {secret}"));
+        let a = w.turn(&t).unwrap();
+        let chunk = std::fs::read_to_string(a.path.unwrap()).unwrap();
+        let raw =
+            std::fs::read_to_string(dir.path().join("raw/2026-03-31_session-a7f3.md")).unwrap();
+        for text in [&chunk, &raw] {
+            assert!(!text.contains(&secret[8..24]), "{text}");
+            assert!(text.contains("[REDACTED:github-token:"), "{text}");
+        }
+        assert!(chunk.contains("\nredaction: 1\n"), "{chunk}");
+    }
+
     #[test]
     fn a_turn_is_logged_chunked_and_recorded_once() {
         let dir = tempfile::tempdir().unwrap();
