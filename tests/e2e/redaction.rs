@@ -350,6 +350,29 @@ fn no_planted_secret_reaches_the_root_or_an_endpoint() {
         "chunks record the rule set"
     );
 
+    // The report counts the placeholders and shows no secret.
+    let report = env
+        .cmd()
+        .args(["--root", root.to_str().unwrap(), "report", "--json"])
+        .output()
+        .unwrap();
+    let report_json = String::from_utf8_lossy(&report.stdout);
+    let r: Value = serde_json::from_str(&report_json).unwrap();
+    let by_rule = &r["redactions"]["by_rule"];
+    for s in &samples {
+        assert!(
+            by_rule[s.rule].as_u64().unwrap_or(0) > 0,
+            "report: {}",
+            s.rule
+        );
+        assert!(
+            planted::leaks(&s.secret, &report_json).is_empty(),
+            "report shows {}",
+            s.rule
+        );
+    }
+    assert!(r["redactions"]["chunks"].as_u64().unwrap() > 100);
+
     // The root is clean to `verify` and `scan` finds the inputs' secrets.
     let verify = env
         .cmd()
@@ -481,4 +504,46 @@ fn redaction_off_never_sends_to_a_remote_endpoint_without_a_second_setting() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("send_unredacted"), "{stderr}");
     assert!(!root.join(".processing-manifest.json").exists());
+}
+
+/// Chunks whose input is gone (so `--reprocess` cannot reach them) are
+/// rewritten by `verify --repair`, index and notes with them.
+#[test]
+fn verify_repair_redacts_chunks_whose_input_is_gone() {
+    let env = Env::new();
+    let mut rng = Rng::new(78);
+    let samples: Vec<Sample> = planted::specific(&mut rng).into_iter().take(4).collect();
+    let session = env.write("in/5e55-10n.jsonl", claude_code(&samples));
+    let root = env.path("root");
+    let run = |args: &[&str]| {
+        env.cmd()
+            .args(["--root", root.to_str().unwrap()])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["--no-redact", "import", session.to_str().unwrap()]);
+    assert!(out.status.success());
+    std::fs::remove_file(&session).unwrap();
+    let out = run(&["verify", "--repair"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("repaired: replaced "), "{text}");
+    let mut files = Vec::new();
+    all_files(&root, &mut files);
+    for s in &samples {
+        for (name, t) in &files {
+            assert!(
+                planted::leaks(&s.secret, t).is_empty(),
+                "{} in {name}",
+                s.rule
+            );
+        }
+    }
+    let out = run(&["verify"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }

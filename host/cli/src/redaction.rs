@@ -56,7 +56,7 @@ impl RedactConfig {
 pub fn redactor(ctx: &Context) -> Result<Option<Redactor>, CliError> {
     let cfg = &ctx.redact;
     if cfg.enabled && !ctx.no_redact {
-        return built(ctx, &ctx.root).map(Some);
+        return keyed(ctx, &ctx.root).map(Some);
     }
     let remote = remote_endpoints(ctx);
     if !remote.is_empty() && !cfg.send_unredacted {
@@ -74,6 +74,15 @@ pub fn redactor(ctx: &Context) -> Result<Option<Redactor>, CliError> {
     Ok(None)
 }
 
+/// The redactor for answers (search results), while redaction is on: the
+/// root's placeholders when it has a key.
+pub fn answers(ctx: &Context) -> Result<Option<Redactor>, CliError> {
+    if !ctx.redact.enabled || ctx.no_redact {
+        return Ok(None);
+    }
+    finder(ctx, Some(&ctx.root)).map(Some)
+}
+
 /// A redactor that only finds (`verify`, `scan`, answers): the root's key
 /// when it has one, else a throwaway key (placeholders are never written).
 pub fn finder(ctx: &Context, root: Option<&Path>) -> Result<Redactor, CliError> {
@@ -83,13 +92,14 @@ pub fn finder(ctx: &Context, root: Option<&Path>) -> Result<Redactor, CliError> 
                 .redaction_key()
                 .exists() =>
         {
-            built(ctx, root)
+            keyed(ctx, root)
         }
         _ => Redactor::new(Key::from_bytes([0; 32]), &ctx.redact.rules()).map_err(config_error),
     }
 }
 
-fn built(ctx: &Context, root: &Path) -> Result<Redactor, CliError> {
+/// A redactor keyed by `root`'s key (made on first use).
+pub fn keyed(ctx: &Context, root: &Path) -> Result<Redactor, CliError> {
     let paths = chatmill_root::root::Root::new(root);
     fs_err::create_dir_all(paths.state()).map_err(CliError::failed)?;
     let key = Key::load_or_create(&paths.redaction_key()).map_err(|e| {

@@ -58,6 +58,20 @@ pub fn print_summary(report: &Report, detail: bool) -> Result<(), CliError> {
             outln!("  fix: {fix}");
         }
     }
+    if detail && report.redactions.chunks > 0 {
+        let r = &report.redactions;
+        let total: u32 = r.by_rule.values().sum();
+        let kinds: Vec<String> = r
+            .by_rule
+            .iter()
+            .map(|(rule, n)| format!("{}: {n}", visible(rule)))
+            .collect();
+        outln!(
+            "secrets redacted: {total} in {} chunks ({})",
+            r.chunks,
+            kinds.join(", ")
+        );
+    }
     if let Some(judge) = &report.judge {
         print_judge(judge)?;
     }

@@ -9,6 +9,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use chatmill_index::{Filter, Hit, Index, Mode, SearchRequest, WeightedQuery};
 use chatmill_pipeline::inline::{Ack, InlineError, InlineWriter, Turn};
+use chatmill_pipeline::redaction::{Counts, field};
+use chatmill_redact::Redactor;
 use chatmill_root::chunk_store::{ChunkStore, Scanned};
 use chatmill_root::manifest::Manifest;
 use chatmill_root::root::Root;
@@ -114,6 +116,9 @@ pub struct Memory {
     index: Option<Arc<Index>>,
     /// Present with `--allow-write`.
     writer: Option<Mutex<InlineWriter>>,
+    /// Replaces secrets in every answer (chunks written before redaction
+    /// may hold some); `None`: redaction is off.
+    redactor: Option<Arc<Redactor>>,
 }
 
 impl Memory {
@@ -122,7 +127,14 @@ impl Memory {
             root,
             index,
             writer: writer.map(Mutex::new),
+            redactor: None,
         }
+    }
+
+    /// Answers with their secrets replaced by `redactor`.
+    pub fn redacting(mut self, redactor: Option<Arc<Redactor>>) -> Self {
+        self.redactor = redactor;
+        self
     }
 
     pub fn writable(&self) -> bool {
@@ -239,7 +251,7 @@ impl Memory {
     /// The entry of a chunk file read from the folder, with `text`.
     fn stored(&self, s: &Scanned, text: String) -> Entry {
         let fm = &s.doc.frontmatter;
-        Entry {
+        let mut e = Entry {
             chunk_id: fm.chunk_id.clone(),
             title: fm.conversation_title.clone(),
             platform: fm.source_platform.clone(),
@@ -250,10 +262,22 @@ impl Memory {
             source: self.root.join(&s.rel).display().to_string(),
             score: None,
             text,
+        };
+        if let Some(r) = &self.redactor {
+            let c = &mut Counts::new();
+            field(r, &mut e.text, c);
+            field(r, &mut e.conversation_id, c);
+            for s in [&mut e.title, &mut e.project].into_iter().flatten() {
+                field(r, s, c);
+            }
         }
+        e
     }
 
-    fn entry(&self, h: Hit, scored: bool) -> Entry {
+    fn entry(&self, mut h: Hit, scored: bool) -> Entry {
+        if let Some(r) = &self.redactor {
+            chatmill_pipeline::redaction::hit(r, &mut h);
+        }
         Entry {
             title: h.meta.title,
             platform: h.meta.platform,

@@ -160,6 +160,48 @@ fn optional(s: &mut Option<String>, at: At, f: &mut dyn FnMut(At, &mut String)) 
     }
 }
 
+/// A chunk file's every text with its secrets replaced, field by field (so
+/// that its YAML is written anew, quoted where a placeholder needs it).
+pub fn chunk(r: &Redactor, doc: &mut chatmill_root::chunk::ChunkDoc) -> Counts {
+    let mut c = Counts::new();
+    let fm = &mut doc.frontmatter;
+    let fields = [
+        &mut fm.source_file,
+        &mut fm.model_used,
+        &mut fm.conversation_id,
+        &mut doc.context,
+    ];
+    for s in fields.into_iter().chain(fm.conversation_title.as_mut()) {
+        field(r, s, &mut c);
+    }
+    for s in fm.topics.iter_mut().chain(fm.extra.values_mut()) {
+        field(r, s, &mut c);
+    }
+    for e in &mut doc.exchanges {
+        field(r, &mut e.user, &mut c);
+        field(r, &mut e.assistant, &mut c);
+    }
+    c
+}
+
+/// A search answer's hit with its secrets replaced. Chunks are redacted
+/// when written; this covers the ones written before redaction (or with it
+/// off) until `import --reprocess` rewrites them.
+pub fn hit(r: &Redactor, h: &mut chatmill_index::Hit) {
+    let c = &mut Counts::new();
+    field(r, &mut h.document, c);
+    field(r, &mut h.meta.conversation_id, c);
+    for s in [&mut h.meta.title, &mut h.meta.project]
+        .into_iter()
+        .flatten()
+    {
+        field(r, s, c);
+    }
+    for t in &mut h.meta.topics {
+        field(r, t, c);
+    }
+}
+
 /// Replaces the secrets in `s`, counting them into `c`.
 pub fn field(r: &Redactor, s: &mut String, c: &mut Counts) {
     let Redacted { text, counts } = r.redact(s);

@@ -158,9 +158,59 @@ fn check_secrets(chunks: &[Scanned], r: &Redactor, problems: &mut Vec<Problem>) 
     }
 }
 
+/// `--repair` with redaction on: each chunk file not redacted with `r`'s
+/// rules that holds a secret is rewritten with it replaced (its
+/// frontmatter saying so). For chunks whose input is gone, which `import
+/// --reprocess` cannot reach. The indices of the chunks rewritten.
+fn redact_files(
+    root: &Path,
+    chunks: &mut [Scanned],
+    r: &Redactor,
+    report: &mut Report,
+) -> std::io::Result<Vec<usize>> {
+    let mut rewritten = Vec::new();
+    for (i, s) in chunks.iter_mut().enumerate() {
+        if s.doc.frontmatter.redaction >= Some(chatmill_redact::RULESET_VERSION) {
+            continue;
+        }
+        let mut doc = s.doc.clone();
+        let n: u32 = crate::redaction::chunk(r, &mut doc).values().sum();
+        if n == 0 {
+            continue;
+        }
+        doc.frontmatter.redaction = Some(chatmill_redact::RULESET_VERSION);
+        let Ok(markdown) = doc.to_markdown() else {
+            continue;
+        };
+        chatmill_root::atomic::write_durable(&root.join(&s.rel), markdown.as_bytes())?;
+        report
+            .repaired
+            .push(format!("replaced {n} secrets in `{}`", s.rel));
+        s.doc = doc;
+        s.text = markdown;
+        rewritten.push(i);
+    }
+    // The notes list the chunks' titles: the same secrets, replaced alike.
+    let notes = chatmill_root::root::Root::new(root).notes();
+    for entry in fs_err::read_dir(&notes).into_iter().flatten().flatten() {
+        let path = entry.path();
+        let Ok(text) = fs_err::read_to_string(&path) else {
+            continue;
+        };
+        if let std::borrow::Cow::Owned(clean) = r.redact(&text).text {
+            chatmill_root::atomic::write_durable(&path, clean.as_bytes())?;
+            report
+                .repaired
+                .push(format!("replaced secrets in the note `{}`", path.display()));
+        }
+    }
+    Ok(rewritten)
+}
+
 /// Checks the root; with `repair`, re-derives the manifest's chunk records
 /// and the index from the chunk files. With `secrets`, chunks not redacted
-/// with its rules are checked for secrets.
+/// with its rules are checked for secrets (with `repair`, rewritten without
+/// them, and their index entries with them).
 pub fn run(
     root: &Path,
     indexer: Option<&dyn Indexer>,
@@ -168,8 +218,12 @@ pub fn run(
     secrets: Option<&Redactor>,
 ) -> std::io::Result<Report> {
     let mut report = Report::default();
-    let chunks = ChunkStore::new(root).scan(&mut report.problems)?;
+    let mut chunks = ChunkStore::new(root).scan(&mut report.problems)?;
     report.chunk_files = chunks.len() as u32;
+    let redacted = match secrets {
+        Some(r) if repair => redact_files(root, &mut chunks, r, &mut report)?,
+        _ => Vec::new(),
+    };
     if let Some(r) = secrets {
         check_secrets(&chunks, r, &mut report.problems);
     }
@@ -197,6 +251,12 @@ pub fn run(
     if let (Some(ix), Some(ids)) = (indexer, in_index) {
         repair_index(ix, ids, &by_id, &on_disk, &mut report)?;
     }
+    let reindexed = match indexer.filter(|_| !redacted.is_empty()) {
+        Some(ix) => reindex_from_files(ix, redacted.iter().map(|&i| &chunks[i]))
+            .and_then(|_| ix.purge())
+            .err(),
+        None => None,
+    };
     // What repair cannot fix: broken or duplicated chunk files need a human;
     // an asset's bytes come back only from its export (checked again below,
     // against the repaired manifest).
@@ -209,6 +269,9 @@ pub fn run(
             )
         })
         .collect();
+    if let Some(e) = reindexed {
+        push(&mut report.problems, "index", "index", e.to_string());
+    }
     let texts = chunks.iter().map(|s| (s.rel.as_str(), s.text.as_str()));
     for (kind, subject, message) in chatmill_root::assets::check(root, &m, texts) {
         push(&mut report.problems, kind, &subject, message);

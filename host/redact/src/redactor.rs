@@ -211,7 +211,10 @@ impl Redactor {
                 let probe = format!("{before}{filler}");
                 for c in self.found(&probe).0 {
                     let real = c.range.start..c.range.end.min(before.len());
-                    if c.range.end > before.len() && real.len() >= CUT_MIN {
+                    // A URL's password ends at its `@`: a head running past
+                    // one is the filler's host taken for the real one's.
+                    let past_at = before[real.clone()].contains('@');
+                    if c.range.end > before.len() && real.len() >= CUT_MIN && !past_at {
                         out.push(Candidate {
                             range: start + real.start..start + real.end,
                             ..c

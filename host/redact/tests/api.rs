@@ -305,3 +305,11 @@ fn a_secret_cut_short_by_an_ellipsis_is_still_redacted() {
         assert_eq!(r.redact(kept).text, kept);
     }
 }
+
+/// A URL cut short after its host keeps its (masked) password and host:
+/// the probe's filler is not taken for more of the password.
+#[test]
+fn a_url_cut_after_its_host_is_not_a_secret_cut_short() {
+    let text = "SUPABASE_CONNECTION_URL=postgresql://supabase_admin:***@localhost:54322…";
+    assert_eq!(redactor().redact(text).text, text);
+}

@@ -1,7 +1,7 @@
 //! What the report knows of each chunk file: measured once as the file is
 //! read (in parallel), so no criterion keeps the text.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use chatmill_root::chunk::ChunkDoc;
@@ -62,6 +62,8 @@ pub struct Facts {
     /// Separate requests (`pairs: independent`, an API batch): neither in
     /// time order nor each other's context.
     pub independent: bool,
+    /// Redaction placeholders in the file, by rule id.
+    pub redactions: BTreeMap<String, u32>,
     /// Extra frontmatter keys (the per-format ones).
     pub extras: BTreeSet<String>,
     /// Spec keys missing, or out of the spec's order, or extras before them.
@@ -220,6 +222,7 @@ fn measure(rel: String, text: &str, doc: &ChunkDoc) -> Facts {
         part: fm.extra.contains_key("part"),
         independent: fm.extra.get("pairs").is_some_and(|v| v == "independent"),
         extras,
+        redactions: redactions(text),
         key_problem: key_problem(&keys),
         body_problem: body_problem(&header, doc),
         header_sentences: text::sentences(&header),
@@ -234,6 +237,18 @@ fn measure(rel: String, text: &str, doc: &ChunkDoc) -> Facts {
         title,
         rel,
     }
+}
+
+/// The redaction placeholders in `text`, by rule id.
+fn redactions(text: &str) -> BTreeMap<String, u32> {
+    let mut by_rule = BTreeMap::new();
+    for r in chatmill_redact::placeholder::existing(text) {
+        let inner = &text[r.start + chatmill_redact::placeholder::PREFIX.len()..r.end];
+        if let Some((rule, _)) = inner.rsplit_once(':') {
+            *by_rule.entry(rule.to_string()).or_insert(0) += 1;
+        }
+    }
+    by_rule
 }
 
 /// What a chunk's header says: its subject, the user's intent, and

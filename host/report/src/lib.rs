@@ -21,5 +21,5 @@ pub mod text;
 pub use criteria::Exclusion;
 pub use criteria::{Criterion, Finding, Measure, PASS};
 pub use error::ReportError;
-pub use report::{Report, evaluate};
+pub use report::{Redactions, Report, evaluate};
 pub use scope::Scope;

@@ -27,6 +27,8 @@ pub struct Report {
     pub criteria: Vec<Criterion>,
     /// Every pair left out of the chunks, so a person can check them.
     pub exclusions: Vec<Exclusion>,
+    /// The secrets the chunks show as redaction placeholders.
+    pub redactions: Redactions,
     /// The measures the charts of `--html` draw (not in `--json`).
     #[serde(skip)]
     pub facts: Vec<Facts>,
@@ -34,6 +36,27 @@ pub struct Report {
     /// the measured ones; they never change `criteria` or the exit code.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub judge: Option<Judge>,
+}
+
+/// Secrets replaced in the chunks read: how many chunks hold a placeholder,
+/// and the placeholders by rule id.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Redactions {
+    pub chunks: usize,
+    pub by_rule: std::collections::BTreeMap<String, u32>,
+}
+
+impl Redactions {
+    fn of(facts: &[Facts]) -> Self {
+        let mut out = Self::default();
+        for f in facts.iter().filter(|f| !f.redactions.is_empty()) {
+            out.chunks += 1;
+            for (rule, n) in &f.redactions {
+                *out.by_rule.entry(rule.clone()).or_insert(0) += n;
+            }
+        }
+        out
+    }
 }
 
 impl Report {
@@ -71,6 +94,7 @@ pub fn evaluate(path: &Path, scope: Scope) -> Result<Report, ReportError> {
         inputs: inputs.len(),
         criteria,
         exclusions,
+        redactions: Redactions::of(&facts),
         facts,
         judge: None,
     })

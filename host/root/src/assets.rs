@@ -483,7 +483,7 @@ mod tests {
         let png = dir.path().join("shot.png");
         let binary = [&b"\x89PNG\0\0"[..], secret.as_bytes()].concat();
         std::fs::write(&png, &binary).unwrap();
-        let item = |path: &std::path::Path| Item {
+        let item = |path: &Path| Item {
             source: Source::File(path.to_path_buf()),
             key: path.display().to_string(),
             file_name: path.file_name().unwrap().to_string_lossy().into_owned(),

@@ -138,9 +138,18 @@ async fn search(p: &Value, shared: &Shared) -> Result<Value, ErrorObject> {
     let Some(index) = shared.index.clone() else {
         return Err(ErrorObject::new(code::INTERNAL, "this server has no index"));
     };
-    let results = tokio::task::spawn_blocking(move || index.search(&req))
-        .await
-        .map_err(|e| ErrorObject::new(code::INTERNAL, e.to_string()))?;
+    let redactor = shared.redactor.clone();
+    let results = tokio::task::spawn_blocking(move || {
+        let mut found = index.search(&req)?;
+        if let Some(r) = &redactor {
+            for h in &mut found.hits {
+                chatmill_pipeline::redaction::hit(r, h);
+            }
+        }
+        Ok::<_, chatmill_index::IndexError>(found)
+    })
+    .await
+    .map_err(|e| ErrorObject::new(code::INTERNAL, e.to_string()))?;
     match results {
         Ok(r) => Ok(serde_json::to_value(r).unwrap_or(Value::Null)),
         Err(e) => {

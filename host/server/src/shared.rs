@@ -21,6 +21,9 @@ pub(crate) struct Shared {
     pub(crate) adapters: Vec<String>,
     pub(crate) version: String,
     pub(crate) backfill_enabled: bool,
+    /// Answers to `search` have their secrets replaced (chunks written
+    /// before redaction may hold some).
+    pub(crate) redactor: Option<Arc<chatmill_redact::Redactor>>,
     pub(crate) shutting_down: AtomicBool,
     /// Flips to true when the server stops: idle connections close.
     pub(crate) stopping: tokio::sync::watch::Sender<bool>,
@@ -43,6 +46,7 @@ impl Shared {
             adapters: services.adapters.clone(),
             version: services.version.clone(),
             backfill_enabled: services.backfill.is_some(),
+            redactor: services.redactor.clone(),
             shutting_down: AtomicBool::new(false),
             stopping: tokio::sync::watch::Sender::new(false),
             turns: AtomicU64::new(0),

@@ -21,9 +21,13 @@ pub struct ExtractiveWriter;
 impl HeaderWriter for ExtractiveWriter {
     fn write(&self, input: &HeaderInput<'_>) -> Result<Header, HeaderError> {
         // The reply is tokenized once, for the chunk's topics and its own.
-        let assistant = term_text(input.assistant);
+        // Redaction placeholders are no one's topic.
+        let reply_text = without_placeholders(input.assistant);
+        let assistant = term_text(&reply_text);
         let reply = keys(prefix_chars(&assistant, REPLY_CHARS));
-        let terms = Terms::of(input.title, input.user, &reply);
+        let user = without_placeholders(input.user);
+        let title = input.title.map(without_placeholders);
+        let terms = Terms::of(title.as_deref(), &user, &reply);
         // Its own topics, else the ones it continues, else the reply's.
         let topics = terms.subject(input.common, input.previous.map(|p| p.topics.as_slice()));
         let mut sentences = vec![setting(input)];
@@ -57,6 +61,33 @@ impl HeaderWriter for ExtractiveWriter {
             backfill: false,
         })
     }
+}
+
+/// `text` with each redaction placeholder (`[REDACTED:<rule>:<8 hex>]`)
+/// blanked, for term counting: a rule id or a hash is no topic.
+fn without_placeholders(text: &str) -> std::borrow::Cow<'_, str> {
+    const PREFIX: &str = "[REDACTED:";
+    if !text.contains(PREFIX) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(PREFIX) {
+        out.push_str(&rest[..at]);
+        let after = &rest[at..];
+        match after.find(']').filter(|&end| end <= 80) {
+            Some(end) => {
+                out.push(' ');
+                rest = &after[end + 1..];
+            }
+            None => {
+                out.push_str(PREFIX);
+                rest = &after[PREFIX.len()..];
+            }
+        }
+    }
+    out.push_str(rest);
+    std::borrow::Cow::Owned(out)
 }
 
 /// The first sentence: where the exchange comes from (platform, title,
@@ -279,6 +310,41 @@ mod tests {
         assert!(got.ends_with('…') && got.chars().count() <= 201, "{got}");
         let fits = format!("{}end", "x ".repeat(1999));
         assert!(key_sentence(&fits, 5000).ends_with('…'));
+    }
+
+    #[test]
+    fn placeholders_are_no_topic_but_the_request_keeps_them() {
+        assert_eq!(
+            without_placeholders("use [REDACTED:github-token:3f9a1c2e] to push"),
+            "use   to push"
+        );
+        assert_eq!(
+            without_placeholders("a [REDACTED: open"),
+            "a [REDACTED: open"
+        );
+        let user = "Why does psql reject postgres://app:[REDACTED:url-password:0b7d4e11]@db/prod for the migration?";
+        let h = ExtractiveWriter
+            .write(&HeaderInput {
+                platform: "claude-code",
+                title: None,
+                date: None,
+                user,
+                assistant: "The password [REDACTED:url-password:0b7d4e11] expired; rotate it and rerun the migration.",
+                turn_range: "1",
+                total_pairs: 1,
+                previous: None,
+                common: &[],
+                independent: false,
+            })
+            .unwrap();
+        for t in &h.topics {
+            assert!(!t.contains("redacted") && !t.contains("0b7d4e11"), "{t}");
+        }
+        assert!(
+            h.context.contains("[REDACTED:url-password:0b7d4e11]"),
+            "{}",
+            h.context
+        );
     }
 
     #[test]

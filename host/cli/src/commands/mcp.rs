@@ -21,16 +21,17 @@ pub fn run(ctx: &Context, args: McpArgs) -> Result<ExitCode, CliError> {
     // Chunks an import or the hook left waiting for vectors get them in the
     // background while the assistant's session runs.
     chatmill_index::fill::spawn_filler(Arc::clone(&index), crate::vectors::FILL_EVERY);
+    let redactor = crate::redaction::redactor(ctx)?.map(Arc::new);
     let writer = if args.allow_write {
         let indexer = Arc::clone(&index) as Arc<dyn Indexer>;
         Some(
             InlineWriter::open(&ctx.root, Arc::new(ExtractiveWriter), Some(indexer))?
-                .redacting(crate::redaction::redactor(ctx)?.map(Arc::new)),
+                .redacting(redactor.clone()),
         )
     } else {
         None
     };
-    let memory = Memory::new(ctx.root.clone(), Some(index), writer);
+    let memory = Memory::new(ctx.root.clone(), Some(index), writer).redacting(redactor);
     let server = Server::new(memory, env!("CARGO_PKG_VERSION"));
     match args.listen {
         Some(addr) => server.run_http(addr, args.token.unwrap_or_default())?,

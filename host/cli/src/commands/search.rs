@@ -91,7 +91,14 @@ fn context_block(ctx: &Context, r: &SearchResults) -> String {
 pub fn run(ctx: &Context, args: SearchArgs) -> Result<ExitCode, CliError> {
     let req = request(&args)?;
     let index = ctx.index()?;
-    let results = index.search(&req)?;
+    let mut results = index.search(&req)?;
+    // Chunks written before redaction (or with it off) may hold secrets:
+    // what is shown, or handed to an assistant as context, never does.
+    if let Some(r) = crate::redaction::answers(ctx)? {
+        for h in &mut results.hits {
+            chatmill_pipeline::redaction::hit(&r, h);
+        }
+    }
     for w in &results.warnings {
         crate::render::warning(w);
     }

@@ -23,9 +23,11 @@ pub fn run(ctx: &Context, args: VerifyArgs) -> Result<ExitCode, CliError> {
     }
     let index = ctx.index()?;
     // Chunks are checked for secrets while redaction is on.
-    let secrets = match ctx.redact.enabled {
-        true => Some(crate::redaction::finder(ctx, Some(&ctx.root))?),
-        false => None,
+    // (`--repair` rewrites the chunks that hold one, with the root's key.)
+    let secrets = match (ctx.redact.enabled, args.repair) {
+        (false, _) => None,
+        (true, false) => Some(crate::redaction::finder(ctx, Some(&ctx.root))?),
+        (true, true) => Some(crate::redaction::keyed(ctx, &ctx.root)?),
     };
     let mut report =
         verify::run(&ctx.root, Some(&index), args.repair, secrets.as_ref()).map_err(|e| {
