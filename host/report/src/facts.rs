@@ -25,7 +25,7 @@ pub const SPEC_KEYS: &[&str] = &[
 ];
 
 /// Frontmatter keys chatmill writes beside the spec's (not extras).
-const OWN_KEYS: &[&str] = &["conversation_id", "title_derived"];
+const OWN_KEYS: &[&str] = &["conversation_id", "title_derived", "redaction"];
 
 /// Extras that only some chunks of a conversation carry, by design: a split
 /// answer's part, a header waiting for the model.
