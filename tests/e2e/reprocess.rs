@@ -144,7 +144,9 @@ fn outdated_inputs_are_reported_and_reprocessed_as_a_fresh_import_would_write_th
         .find(|(k, _)| k.ends_with("conversations.json"))
         .unwrap()
         .1;
-    assert_eq!(rec["adapter"]["chunk_format"], 2);
+    // Chunk format 3: redacted, with the rule set recorded.
+    assert_eq!(rec["adapter"]["chunk_format"], 3);
+    assert_eq!(rec["adapter"]["redaction"], 1);
     assert_ne!(rec["adapter"]["sha256"], "0".repeat(64));
     // The index holds exactly the chunk files again.
     let verify = env.run(&["--root", root_s, "verify", "--json"]);

@@ -60,6 +60,45 @@ impl Redactions {
 }
 
 impl Report {
+    /// Replaces secrets in everything the report shows or draws: findings,
+    /// the pairs left out, the judge's words, and the chunks' titles,
+    /// topics and headers. Its chunks are redacted when written; this is for
+    /// chunks written before that (or with redaction off).
+    pub fn redact(&mut self, r: &chatmill_redact::Redactor) {
+        let clean = |s: &mut String| {
+            if let std::borrow::Cow::Owned(t) = r.redact(s).text {
+                *s = t;
+            }
+        };
+        for f in self.criteria.iter_mut().flat_map(|c| c.findings.iter_mut()) {
+            clean(&mut f.subject);
+            clean(&mut f.problem);
+        }
+        for e in &mut self.exclusions {
+            clean(&mut e.request);
+            clean(&mut e.conversation);
+        }
+        for f in &mut self.facts {
+            for s in [
+                &mut f.title,
+                &mut f.header,
+                &mut f.conversation,
+                &mut f.model,
+            ] {
+                clean(s);
+            }
+            f.topics.iter_mut().for_each(clean);
+        }
+        if let Some(j) = &mut self.judge {
+            for v in &mut j.verdicts {
+                v.reason
+                    .iter_mut()
+                    .chain(v.problem.iter_mut())
+                    .for_each(clean);
+            }
+        }
+    }
+
     /// Every criterion scores 3 or more.
     pub fn passed(&self) -> bool {
         self.criteria.iter().all(|c| c.score >= PASS)

@@ -42,6 +42,11 @@ pub fn run(ctx: &Context, args: ReportArgs) -> Result<ExitCode, CliError> {
     if let Some(writer) = &writer {
         chatmill_report::judge::judge(&mut report, writer, args.judge_sample);
     }
+    // Evidence never shows a secret, whenever its chunk was written.
+    if ctx.redact.enabled && !ctx.no_redact {
+        let r = crate::redaction::finder(ctx, Some(&root))?;
+        report.redact(&r);
+    }
     if let Some(path) = &args.html {
         chatmill_report::html::write(&report, path)?;
     }
