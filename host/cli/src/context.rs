@@ -32,7 +32,7 @@ pub struct Config {
     /// The index store (default: the embedded SQLite file).
     pub index: crate::backend::IndexConfig,
     /// Secret redaction (default: on).
-    pub redact: crate::redaction::RedactConfig,
+    pub redact: crate::redact_config::RedactConfig,
 }
 
 fn project_dirs() -> Option<directories::ProjectDirs> {
@@ -69,7 +69,7 @@ pub struct Context {
     pub adapters_dir: PathBuf,
     pub runtime: Runtime,
     pub dev_adapters: Vec<PathBuf>,
-    pub redact: crate::redaction::RedactConfig,
+    pub redact: crate::redact_config::RedactConfig,
     /// `--no-redact`: redaction off for this run.
     pub no_redact: bool,
 }

@@ -12,6 +12,7 @@ mod context;
 mod import_options;
 mod inputs;
 mod out;
+mod redact_config;
 mod redaction;
 mod render;
 mod scores;

@@ -5,49 +5,10 @@
 
 use std::path::Path;
 
-use chatmill_redact::{Key, Redactor, RuleSpec};
-use serde::Deserialize;
+use chatmill_redact::{Key, Redactor};
 
 use crate::command_error::CliError;
 use crate::context::Context;
-
-/// `[redact]` in config.toml.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct RedactConfig {
-    /// Replace secrets in everything written, indexed or sent (default
-    /// true).
-    pub enabled: bool,
-    /// With redaction off (here or by `--no-redact`), unredacted text may go
-    /// to a header or embedding endpoint that is not on this machine only
-    /// when this is true as well.
-    pub send_unredacted: bool,
-    /// Regexes of secrets to keep (a test key everyone shares).
-    pub allow: Vec<String>,
-    /// Rules of your own: `{ id, pattern, keywords, min_entropy,
-    /// description }`.
-    pub extra: Vec<RuleSpec>,
-}
-
-impl Default for RedactConfig {
-    fn default() -> Self {
-        Self {
-            enabled: true,
-            send_unredacted: false,
-            allow: Vec::new(),
-            extra: Vec::new(),
-        }
-    }
-}
-
-impl RedactConfig {
-    fn rules(&self) -> chatmill_redact::Config {
-        chatmill_redact::Config {
-            allow: self.allow.clone(),
-            extra: self.extra.clone(),
-        }
-    }
-}
 
 /// The redactor for commands that write or send what inputs hold, keyed by
 /// the root's key (made on first use); `None` when redaction is off, which

@@ -58,19 +58,8 @@ pub fn print_summary(report: &Report, detail: bool) -> Result<(), CliError> {
             outln!("  fix: {fix}");
         }
     }
-    if detail && report.redactions.chunks > 0 {
-        let r = &report.redactions;
-        let total: u32 = r.by_rule.values().sum();
-        let kinds: Vec<String> = r
-            .by_rule
-            .iter()
-            .map(|(rule, n)| format!("{}: {n}", visible(rule)))
-            .collect();
-        outln!(
-            "secrets redacted: {total} in {} chunks ({})",
-            r.chunks,
-            kinds.join(", ")
-        );
+    if detail {
+        print_redactions(&report.redactions)?;
     }
     if let Some(judge) = &report.judge {
         print_judge(judge)?;
@@ -89,6 +78,25 @@ pub fn print_summary(report: &Report, detail: bool) -> Result<(), CliError> {
             );
         }
     }
+    Ok(())
+}
+
+/// How many secrets the chunks show as placeholders, by kind.
+fn print_redactions(r: &chatmill_report::Redactions) -> Result<(), CliError> {
+    if r.chunks == 0 {
+        return Ok(());
+    }
+    let total: u32 = r.by_rule.values().sum();
+    let kinds: Vec<String> = r
+        .by_rule
+        .iter()
+        .map(|(rule, n)| format!("{}: {n}", visible(rule)))
+        .collect();
+    outln!(
+        "secrets redacted: {total} in {} chunks ({})",
+        r.chunks,
+        kinds.join(", ")
+    );
     Ok(())
 }
 
