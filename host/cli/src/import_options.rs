@@ -14,7 +14,7 @@ pub fn options(ctx: &Context, inputs: Vec<std::path::PathBuf>) -> ImportOptions 
     ImportOptions {
         root: ctx.root.clone(),
         inputs,
-        format: None,
+        adapter_id: None,
         processor: ProcessorConfig {
             naming: Default::default(),
             out_dir: ctx.root.clone(),

@@ -258,7 +258,7 @@ fn run_stage(
             let opts = ImportOptions {
                 root: root.clone(),
                 inputs: vec![export.to_path_buf()],
-                format: None,
+                adapter_id: None,
                 processor: ProcessorConfig {
                     naming: Default::default(),
                     out_dir: root,

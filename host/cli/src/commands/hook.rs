@@ -75,7 +75,7 @@ fn claude_code(ctx: &Context) -> Result<(String, String, Summary), String> {
     // At the session's end nothing more will be written: every pair counts.
     let live = event != "SessionEnd";
     let mut opts = crate::import_options::options(ctx, vec![path]);
-    opts.format = Some("claude-code".into());
+    opts.adapter_id = Some("claude-code".into());
     opts.live = live;
     let set = ctx.adapter_set().map_err(|e| format!("{:#}", e.error))?;
     // Keyword-searchable within the hook's budget; the vectors are made by

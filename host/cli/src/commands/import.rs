@@ -18,7 +18,7 @@ pub fn run(ctx: &Context, args: ImportArgs) -> Result<ExitCode, CliError> {
         crate::adapter_lint::named_adapter(&set, id)?;
     }
     let mut opts = crate::import_options::options(ctx, args.inputs.clone());
-    opts.format = args.adapter_id.clone();
+    opts.adapter_id = args.adapter_id.clone();
     opts.reprocess = args.reprocess.then(|| import::Reprocess {
         only: args.only.clone(),
     });

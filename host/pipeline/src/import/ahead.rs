@@ -112,7 +112,7 @@ impl<'a> Staging<'a> {
         let done = prepare(&self.processor, &NoSink, conv, file, seen);
         // A panic making vectors leaves them to the index, as a failed
         // embedding on the pool would.
-        let vectors = match (&done.2, self.indexer) {
+        let vectors = match (&done.prepared, self.indexer) {
             (Ok(prepared), Some(indexer)) => std::panic::catch_unwind(AssertUnwindSafe(|| {
                 made_ahead(indexer, prepared.written())
             }))
@@ -259,7 +259,7 @@ fn spawn<'scope, 'a>(
         let input = super::parse::file_input(item, size, path);
         let chosen = svc
             .adapters
-            .candidates(svc.runtime, &input, opts.format.as_deref());
+            .candidates(svc.runtime, &input, opts.adapter_id.as_deref());
         let candidates = chosen.as_ref().ok().cloned();
         let _ = selected_tx.send(chosen);
         match candidates {

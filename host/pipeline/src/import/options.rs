@@ -18,7 +18,7 @@ pub struct ImportOptions {
     /// Files or folders; empty means `ROOT/raw`.
     pub inputs: Vec<PathBuf>,
     /// Use this adapter for every input instead of sniffing.
-    pub format: Option<String>,
+    pub adapter_id: Option<String>,
     pub processor: ProcessorConfig,
     /// Read again the inputs an older chatmill read (`import --reprocess`).
     pub reprocess: Option<Reprocess>,

@@ -12,7 +12,11 @@ use crate::sink::ChunkSink;
 
 /// A conversation prepared: its pairs, the items the adapter skipped in
 /// it, and its chunks (written, not yet committed).
-pub(super) type Done = (usize, u32, Result<Prepared, String>);
+pub(super) struct Done {
+    pub(super) pairs: usize,
+    pub(super) skipped: u32,
+    pub(super) prepared: Result<Prepared, String>,
+}
 
 /// A conversation prepared by the thread that parsed it, ahead of its
 /// turn ([`super::ahead`]), by a staging processor: its chunk files are
@@ -34,7 +38,12 @@ impl Early {
     fn take(self, seen: u32, p: &Processor<'_>, sink: &(dyn ChunkSink + '_)) -> Option<Done> {
         let Early {
             seen: guessed,
-            done: (pairs, skipped, prepared),
+            done:
+                Done {
+                    pairs,
+                    skipped,
+                    prepared,
+                },
             vectors,
         } = self;
         let mut prepared = prepared.ok().filter(|_| guessed == seen)?;
@@ -46,7 +55,11 @@ impl Early {
             return None;
         }
         sink.made(prepared.written(), vectors);
-        Some((pairs, skipped, Ok(prepared)))
+        Some(Done {
+            pairs,
+            skipped,
+            prepared: Ok(prepared),
+        })
     }
 
     /// [`Early::take`], counted on this thread for the tests: how many
@@ -117,5 +130,9 @@ pub(super) fn prepare(
         .skipped
         .values()
         .fold(0u32, |n, &m| n.saturating_add(m));
-    (conv.pairs.len(), skipped, prepared)
+    Done {
+        pairs: conv.pairs.len(),
+        skipped,
+        prepared,
+    }
 }

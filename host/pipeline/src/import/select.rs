@@ -280,12 +280,12 @@ fn import_parsed<'i>(
         return alone;
     }
     let input = file_input(item, size, &local.path);
-    let format = w.opts.format.as_deref();
+    let forced = w.opts.adapter_id.as_deref();
     // Sniffed (and being parsed) ahead, or sniffed now.
     let ahead = w.ahead.take(&item.key);
     let selected = ahead.as_ref().and_then(super::ahead::Parse::selected);
     let selected =
-        selected.unwrap_or_else(|| w.svc.adapters.candidates(w.svc.runtime, &input, format));
+        selected.unwrap_or_else(|| w.svc.adapters.candidates(w.svc.runtime, &input, forced));
     let candidates = match selected {
         Ok(c) => c,
         Err(e) => {
@@ -363,11 +363,11 @@ fn same_adapter<'i>(
 ) -> Option<Joined<'i>> {
     let local = c.materialize(&w.opts.root).ok()?;
     let input = file_input(c, hash.1, &local.path);
-    let format = w.opts.format.as_deref();
+    let forced = w.opts.adapter_id.as_deref();
     let same = w
         .svc
         .adapters
-        .select(w.svc.runtime, &input, format)
+        .select(w.svc.runtime, &input, forced)
         .is_ok_and(|a| a.info.id == adapter.info.id);
     same.then_some(Joined {
         item: c,

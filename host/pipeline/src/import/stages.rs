@@ -227,7 +227,12 @@ fn prepare_and_commit(
                     let _ = tx.send((seq, prepare(p, sink, &conv, file, seen)));
                 });
             }
-            while let Some((n, skipped, prepared)) = waiting.remove(&next) {
+            while let Some(Done {
+                pairs: n,
+                skipped,
+                prepared,
+            }) = waiting.remove(&next)
+            {
                 next += 1;
                 in_flight -= n.max(1);
                 counts.0 += n;

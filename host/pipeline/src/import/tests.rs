@@ -17,7 +17,7 @@ fn options(root: &std::path::Path, inputs: Vec<PathBuf>) -> ImportOptions {
     ImportOptions {
         root: root.to_path_buf(),
         inputs,
-        format: None,
+        adapter_id: None,
         processor: ProcessorConfig {
             naming: Default::default(),
             out_dir: root.to_path_buf(),
