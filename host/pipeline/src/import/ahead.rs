@@ -13,7 +13,7 @@
 //! cannot know yet how far the commit loop will find a conversation
 //! chunked (an earlier input of the run may hold it too), so it guesses
 //! from the manifest as the run found it, writes the chunk files as temp
-//! files ([`Processor::staging`]), and the commit loop places them only
+//! files ([`Processor::ahead`]), and the commit loop places them only
 //! when the guess holds and none of the chunks is known; otherwise it
 //! prepares the conversation again, as it would have. A conversation with
 //! attachments is left to the commit loop (linking copies files).
@@ -50,7 +50,7 @@ const KEEP_PREPARING: usize = 4;
 
 /// What the threads parsing ahead prepare conversations with, and how
 /// many run at once.
-pub(super) struct Staging<'a> {
+pub(super) struct Shared<'a> {
     width: usize,
     /// Whether they prepare at all: not with a header model, whose answers
     /// for a guess that fails would be asked for twice.
@@ -61,7 +61,7 @@ pub(super) struct Staging<'a> {
     indexer: Option<&'a dyn Indexer>,
 }
 
-impl<'a> Staging<'a> {
+impl<'a> Shared<'a> {
     /// At most `width` inputs parsed ahead at once (none while the inputs
     /// may still grow, or a reprocess decides what is read).
     pub(super) fn new(
@@ -86,7 +86,7 @@ impl<'a> Staging<'a> {
         Self {
             width,
             prepares,
-            processor: Processor::staging(opts.processor.clone(), svc.header),
+            processor: Processor::ahead(opts.processor.clone(), svc.header),
             recorded,
             indexer: svc.indexer,
         }
@@ -177,17 +177,17 @@ impl<'a> Parse<'_, 'a> {
 /// The parses running ahead of the commit loop, by input key.
 pub(super) struct Ahead<'scope, 'a> {
     running: HashMap<String, Parse<'scope, 'a>>,
-    staging: &'scope Staging<'a>,
+    shared: &'scope Shared<'a>,
     /// The next input not yet considered.
     next: usize,
 }
 
 impl<'scope, 'a> Ahead<'scope, 'a> {
-    /// Up to `staging.width` parses at once.
-    pub(super) fn new(staging: &'scope Staging<'a>) -> Self {
+    /// Up to `shared.width` parses at once.
+    pub(super) fn new(shared: &'scope Shared<'a>) -> Self {
         Self {
             running: HashMap::new(),
-            staging,
+            shared,
             next: 0,
         }
     }
@@ -210,7 +210,7 @@ impl<'scope, 'a> Ahead<'scope, 'a> {
         manifest: &Manifest,
         (items, at): (&'scope [Item], usize),
     ) {
-        if self.staging.width == 0 {
+        if self.shared.width == 0 {
             return;
         }
         self.next = self.next.max(at + 1);
@@ -221,11 +221,11 @@ impl<'scope, 'a> Ahead<'scope, 'a> {
         // The input at `at` is taken from `running` only when its turn is
         // read: its parse holds no slot of those ahead of it.
         let current = usize::from(self.running.contains_key(&items[at].key));
-        while self.running.len() - current < self.staging.width && self.next < items.len() {
+        while self.running.len() - current < self.shared.width && self.next < items.len() {
             let item = &items[self.next];
             self.next += 1;
             if will_be_read(item, manifest) {
-                let parse = spawn(scope, (svc, self.staging), opts, (item, self.next - 1));
+                let parse = spawn(scope, (svc, self.shared), opts, (item, self.next - 1));
                 self.running.insert(item.key.clone(), parse);
             }
         }
@@ -243,7 +243,7 @@ fn will_be_read(item: &Item, manifest: &Manifest) -> bool {
 
 fn spawn<'scope, 'a>(
     scope: &'scope Scope<'scope, '_>,
-    (svc, staging): (&'scope Services<'a>, &'scope Staging<'a>),
+    (svc, shared): (&'scope Services<'a>, &'scope Shared<'a>),
     opts: &'scope ImportOptions,
     (item, at): (&'scope Item, usize),
 ) -> Parse<'scope, 'a> {
@@ -269,7 +269,7 @@ fn spawn<'scope, 'a>(
                 let mut early = |conv: &Conversation| {
                     let taken = handed.load(Ordering::Relaxed);
                     sent += 1;
-                    staging.early(item, &mut chunked, conv, !taken || sent <= KEEP_PREPARING)
+                    shared.early(item, &mut chunked, conv, !taken || sent <= KEEP_PREPARING)
                 };
                 parse_into(svc, &candidates, &input, None, (&tx, Some(&mut early)))
             }

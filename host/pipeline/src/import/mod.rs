@@ -2,7 +2,7 @@
 //! input under the root lock, [`select`] decides whether and how it is read
 //! (unchanged inputs skipped, a new one hashed beside its parse, the
 //! adapters that may read it, a batch's results joined to its requests),
-//! [`stages`] parses it, prepares its conversations on the thread pool and
+//! [`input`] parses it, prepares its conversations on the thread pool and
 //! commits them in order into a [`crate::sink::ChunkSink`] (chunk ids,
 //! backfill queue, index), and [`record`] records the outcome in the
 //! manifest and the summary. One bad file never stops the others; the
@@ -15,6 +15,7 @@ mod catch_up;
 mod error;
 mod group;
 mod index_failure;
+mod input;
 mod known_files;
 mod live;
 mod options;
@@ -23,7 +24,6 @@ mod prepare;
 mod record;
 mod reprocess;
 mod select;
-mod stages;
 mod summary;
 #[cfg(test)]
 mod tests;
@@ -88,10 +88,10 @@ fn run_grouped(
         })?;
     let items = select::without_own_files(items, &opts.root, &opts.processor.out_dir);
     let assets = Assets::new(&opts.root, &items).redacting(svc.redactor);
-    let staging = ahead::Staging::new(svc, opts, &manifest, ahead);
+    let shared = ahead::Shared::new(svc, opts, &manifest, ahead);
     std::thread::scope(|scope| {
         let index = svc.indexer.map(|ix| IndexSink::threaded(scope, ix));
-        let ahead = ahead::Ahead::new(&staging);
+        let ahead = ahead::Ahead::new(&shared);
         let mut run = Driver::new(
             svc,
             opts,

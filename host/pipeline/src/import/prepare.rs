@@ -19,7 +19,7 @@ pub(super) struct Done {
 }
 
 /// A conversation prepared by the thread that parsed it, ahead of its
-/// turn ([`super::ahead`]), by a staging processor: its chunk files are
+/// turn ([`super::ahead`]), by a processor working ahead: its chunk files are
 /// temp files until the commit loop finds that it is chunked as far as
 /// was guessed and none of its chunks is known, and places them.
 pub(super) struct Early {

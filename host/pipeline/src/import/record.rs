@@ -133,17 +133,17 @@ impl<'s> Digest<'s> {
     }
 }
 
-/// Records what the stages did with the input `key`: its adapter, the
+/// Records what chunking the input `key` did: its adapter, the
 /// adapters that declined it and what the trust boundary changed (as
 /// warnings), and whether it was processed or failed (with why).
 pub(super) fn outcome(
     w: &mut Work<'_, '_, '_>,
     key: &str,
     record: &mut FileRecord,
-    staged: super::stages::Staged<'_>,
+    chunked: super::input::Chunked<'_>,
 ) {
     counts(w, key, record);
-    let adapter = staged.adapter;
+    let adapter = chunked.adapter;
     let id = &adapter.info.id;
     record.adapter = Some(AdapterRef {
         id: id.clone(),
@@ -152,7 +152,7 @@ pub(super) fn outcome(
         chunk_format: chatmill_root::chunk::CHUNK_FORMAT,
         redaction: w.svc.redaction(),
     });
-    for d in &staged.parsed.declined {
+    for d in &chunked.parsed.declined {
         let reason = format!(
             "adapter {} said it is not its format ({}); read with `{id}` instead",
             d.adapter, d.message
@@ -162,20 +162,20 @@ pub(super) fn outcome(
             .warnings
             .push(problem(key, reason, Some(hint), false));
     }
-    for line in staged.parsed.adjustments.lines() {
+    for line in chunked.parsed.adjustments.lines() {
         let hint = "the adapter breaks a rule of `wit/adapter.wit`: report it to its author";
         let reason = format!("adapter `{id}`: {line}");
         w.summary
             .warnings
             .push(problem(key, reason, Some(hint.into()), false));
     }
-    let (reason, hint) = match staged.result {
-        Ok(()) if staged.pairs > 0 => {
+    let (reason, hint) = match chunked.result {
+        Ok(()) if chunked.pairs > 0 => {
             w.summary.files_processed += 1;
             return;
         }
         Err(reason) => {
-            let hint = match staged.parsed.hint {
+            let hint = match chunked.parsed.hint {
                 Some(h) => format!("{h}; chunks already written from it are kept"),
                 None => format!(
                     "chunks already written from it are kept; fix the file or force an adapter with `--adapter-id`, then run again (adapter `{id}`)"
@@ -186,7 +186,7 @@ pub(super) fn outcome(
         Ok(()) => (
             format!(
                 "adapter `{id}` found no turn pairs in a non-empty file ({} items skipped)",
-                staged.skipped
+                chunked.skipped
             ),
             no_pairs_hint(id),
         ),

@@ -2,7 +2,7 @@
 //! content is skipped; a new one is hashed beside its parse; the adapters
 //! that may read it are chosen by sniffing; a batch's results file is
 //! joined to its requests file when the same adapter reads both. Then the
-//! input goes through the stages and its outcome is recorded.
+//! input is read and chunked ([`super::input`]) and its outcome is recorded.
 
 use std::collections::BTreeSet;
 
@@ -238,7 +238,7 @@ pub(super) fn without_own_files(
 }
 
 /// Reads `item` (joined with `companion` when the same adapter reads both)
-/// through the stages and records the outcome. Returns the companion when
+/// through [`super::input`] and records the outcome. Returns the companion when
 /// it needs an import of its own.
 fn import_parsed<'i>(
     w: &mut Work<'_, '_, '_>,
@@ -307,9 +307,9 @@ fn import_parsed<'i>(
             (j.input(item, &local, size), None)
         }
     };
-    let staged = super::stages::chunk_input(w, &candidates, &input, item, &mut record, ahead);
+    let chunked = super::input::chunk_input(w, &candidates, &input, item, &mut record, ahead);
     drop(local);
-    super::record::outcome(w, &item.key, &mut record, staged);
+    super::record::outcome(w, &item.key, &mut record, chunked);
     if let Some(j) = joined {
         super::record::record_companion(w, &item.key, &mut record, j.item, j.hash);
     }

@@ -17,7 +17,7 @@ use chatmill_root::manifest::{Excluded, InputPairs, Manifest, conversation_key};
 use chatmill_root::record::index_record;
 use chrono::{DateTime, SecondsFormat, Utc};
 
-use crate::processor::prepared::Staged;
+use crate::processor::prepared::TempFiles;
 
 mod config;
 mod error;
@@ -49,18 +49,18 @@ pub struct Processor<'a> {
     /// its pairs and those left out (what an input's record keeps).
     tally: Mutex<BTreeMap<String, InputPairs>>,
     /// Chunk files are written as temp files, left to the caller to place
-    /// ([`Processor::staging`]).
-    staging: bool,
+    /// ([`Processor::ahead`]).
+    temp_files: bool,
 }
 
 /// Where one conversation's chunk files go: the output folder (opened at
 /// the first), what its note lists (a first chunking), and the temp files
-/// of a staging processor.
+/// of a processor working ahead.
 #[derive(Default)]
 struct Out {
     folder: Option<Folder>,
     entries: Option<Vec<Scanned>>,
-    staged: Vec<(String, String)>,
+    temp: Vec<(String, String)>,
 }
 
 fn iso(t: DateTime<Utc>) -> String {
@@ -94,7 +94,7 @@ impl<'a> Processor<'a> {
             first_request: None,
             started: Utc::now(),
             tally: Mutex::default(),
-            staging: false,
+            temp_files: false,
         }
     }
 
@@ -102,9 +102,9 @@ impl<'a> Processor<'a> {
     /// temp file ([`Prepared::place`] puts them in place), and knows no
     /// chunk ids: for preparing a conversation before it is certain how
     /// far it is chunked, which the caller checks before placing.
-    pub fn staging(cfg: ProcessorConfig, header: &'a dyn HeaderWriter) -> Self {
+    pub fn ahead(cfg: ProcessorConfig, header: &'a dyn HeaderWriter) -> Self {
         Self {
-            staging: true,
+            temp_files: true,
             ..Self::new(cfg, header, &Manifest::new())
         }
     }
@@ -136,7 +136,7 @@ impl<'a> Processor<'a> {
             first_request: None,
             started: Utc::now(),
             tally: Mutex::default(),
-            staging: false,
+            temp_files: false,
         }
     }
 
@@ -272,7 +272,7 @@ impl<'a> Processor<'a> {
                 parsed,
                 exclusions: Vec::new(),
                 note: None,
-                staged: None,
+                temp: None,
             });
         }
         let (c, plan) = self.chunking(conv, source_file, fallback_time, fresh);
@@ -300,10 +300,10 @@ impl<'a> Processor<'a> {
         let note = to
             .entries
             .and_then(|e| chatmill_root::notes::Ready::new(&key, &e));
-        let staged = match to.folder {
-            Some(folder) if self.staging => Some(Staged {
+        let temp = match to.folder {
+            Some(folder) if self.temp_files => Some(TempFiles {
                 folder,
-                files: to.staged,
+                files: to.temp,
             }),
             _ => None,
         };
@@ -315,7 +315,7 @@ impl<'a> Processor<'a> {
             parsed,
             exclusions,
             note,
-            staged,
+            temp,
         })
     }
 
@@ -529,7 +529,7 @@ impl<'a> Processor<'a> {
     }
 
     /// Writes `doc` as the file `rel` in the output folder (opened once per
-    /// conversation), or stages it there.
+    /// conversation), or writes it there as a temp file.
     fn write_file(
         &self,
         doc: ChunkDoc,
@@ -546,11 +546,11 @@ impl<'a> Processor<'a> {
             Some(f) => Ok(&*f),
             None => Folder::open(&self.cfg.out_dir).map(|f| &*to.folder.insert(f)),
         };
-        let written = folder.and_then(|f| match self.staging {
+        let written = folder.and_then(|f| match self.temp_files {
             false => f.write(&rel, text.as_bytes()),
             true => {
                 let tmp = f.stage(text.as_bytes())?;
-                to.staged.push((tmp, rel.clone()));
+                to.temp.push((tmp, rel.clone()));
                 Ok(())
             }
         });

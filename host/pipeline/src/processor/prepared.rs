@@ -1,5 +1,5 @@
 //! What preparing a conversation gives: its chunks written (in place, or
-//! as temp files a staging processor leaves to be placed), not yet
+//! as temp files a processor working ahead leaves to be placed), not yet
 //! recorded; and what recording them did.
 
 use std::path::PathBuf;
@@ -48,8 +48,9 @@ pub struct Prepared {
     /// A conversation chunked for the first time: its note, rendered here
     /// from the chunks as written.
     pub(super) note: Option<chatmill_root::notes::Ready>,
-    /// The chunk files, when a staging processor wrote them as temp files.
-    pub(super) staged: Option<Staged>,
+    /// The chunk files, when a processor working ahead wrote them as temp
+    /// files.
+    pub(super) temp: Option<TempFiles>,
 }
 
 impl Prepared {
@@ -69,20 +70,20 @@ impl Prepared {
         &self.key
     }
 
-    /// Puts the staged chunk files in place (nothing to do when they were
+    /// Puts the temp chunk files in place (nothing to do when they were
     /// written in place). On an error the ones not placed are taken out.
     pub fn place(&mut self) -> std::io::Result<()> {
-        let Some(staged) = &mut self.staged else {
+        let Some(temp) = &mut self.temp else {
             return Ok(());
         };
-        while let Some((tmp, name)) = staged.files.pop() {
-            if let Err(e) = staged.folder.place(&tmp, &name) {
-                staged.folder.discard(&tmp);
+        while let Some((tmp, name)) = temp.files.pop() {
+            if let Err(e) = temp.folder.place(&tmp, &name) {
+                temp.folder.discard(&tmp);
                 return Err(e);
             }
         }
         // The folder's handle goes now, not at the commit.
-        self.staged = None;
+        self.temp = None;
         Ok(())
     }
 }
@@ -90,12 +91,12 @@ impl Prepared {
 /// Chunk files written as temp files, each with the name it is to have;
 /// the ones still here when it is dropped are taken out.
 #[derive(Debug)]
-pub(super) struct Staged {
+pub(super) struct TempFiles {
     pub(super) folder: Folder,
     pub(super) files: Vec<(String, String)>,
 }
 
-impl Drop for Staged {
+impl Drop for TempFiles {
     fn drop(&mut self) {
         for (tmp, _) in &self.files {
             self.folder.discard(tmp);

@@ -1,4 +1,4 @@
-//! One input through the stages. The adapter parses on a thread of its
+//! One input read and chunked. The adapter parses on a thread of its
 //! own; each conversation is prepared (chunked, given headers, its chunk
 //! files written) on the thread pool as soon as it is parsed; and the
 //! prepared conversations are committed here in input order, each
@@ -29,8 +29,8 @@ use crate::sink::{ChunkSink, IndexSink};
 /// long): what bounds the memory of a file's parsed conversations.
 const IN_FLIGHT_PAIRS: usize = 512;
 
-/// What the stages did with one input.
-pub(super) struct Staged<'a> {
+/// What reading and chunking one input did.
+pub(super) struct Chunked<'a> {
     /// The adapter that read it (the first candidate, when none did).
     pub adapter: &'a LoadedAdapter,
     pub result: Result<(), String>,
@@ -90,7 +90,7 @@ pub(super) fn chunk_input<'a>(
     item: &Item,
     record: &mut FileRecord,
     ahead: Option<super::ahead::Parse<'_, 'a>>,
-) -> Staged<'a> {
+) -> Chunked<'a> {
     let svc = w.svc;
     let mut counts = (0usize, 0u32);
     let (result, parsed, sink) = std::thread::scope(|scope| {
@@ -149,7 +149,7 @@ pub(super) fn chunk_input<'a>(
             tracing::warn!("{e}");
         }
     }
-    Staged {
+    Chunked {
         adapter: parsed.adapter.unwrap_or(candidates[0]),
         result,
         parsed,
