@@ -3,7 +3,7 @@
 
 #![allow(clippy::print_stderr, reason = "this module is the CLI's stderr")]
 
-use chatmill_runtime::model::visible::visible_keeping;
+use chatmill_runtime::model::visible::{visible, visible_keeping};
 use tracing_subscriber::EnvFilter;
 
 use crate::command_error::CliError;
@@ -69,4 +69,15 @@ pub fn init_tracing(verbose: u8) {
         .with_target(false)
         .without_time()
         .init();
+}
+
+/// Counts by name as `total` and `name: n, name: n` (names made safe for
+/// a terminal), for summary lines.
+pub fn counts(by: &std::collections::BTreeMap<String, u32>) -> (u32, String) {
+    let total = by.values().sum();
+    let list: Vec<String> = by
+        .iter()
+        .map(|(name, n)| format!("{}: {n}", visible(name)))
+        .collect();
+    (total, list.join(", "))
 }

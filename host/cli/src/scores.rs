@@ -86,17 +86,8 @@ fn print_redactions(r: &chatmill_report::Redactions) -> Result<(), CliError> {
     if r.chunks == 0 {
         return Ok(());
     }
-    let total: u32 = r.by_rule.values().sum();
-    let kinds: Vec<String> = r
-        .by_rule
-        .iter()
-        .map(|(rule, n)| format!("{}: {n}", visible(rule)))
-        .collect();
-    outln!(
-        "secrets redacted: {total} in {} chunks ({})",
-        r.chunks,
-        kinds.join(", ")
-    );
+    let (total, kinds) = crate::render::counts(&r.by_rule);
+    outln!("secrets redacted: {total} in {} chunks ({kinds})", r.chunks);
     Ok(())
 }
 

@@ -137,13 +137,8 @@ fn print_human(s: &Summary, ctx: &Context) -> Result<(), CliError> {
     outln!("duplicates skipped:  {}", s.duplicates_skipped);
     outln!("mechanical excluded: {}", s.mechanical_excluded);
     if !s.redactions.is_empty() {
-        let total: u32 = s.redactions.values().sum();
-        let kinds: Vec<String> = s
-            .redactions
-            .iter()
-            .map(|(rule, n)| format!("{}: {n}", visible(rule)))
-            .collect();
-        outln!("secrets redacted:    {total} ({})", kinds.join(", "));
+        let (total, kinds) = crate::render::counts(&s.redactions);
+        outln!("secrets redacted:    {total} ({kinds})");
     }
     if s.files_reprocessed > 0 {
         outln!("files reprocessed:   {}", s.files_reprocessed);
@@ -193,16 +188,10 @@ fn notice_outdated(s: &Summary) {
     if s.inputs_outdated.is_empty() {
         return;
     }
-    let total: u32 = s.inputs_outdated.values().sum();
-    let by: Vec<String> = s
-        .inputs_outdated
-        .iter()
-        .map(|(id, n)| format!("{}: {n}", visible(id)))
-        .collect();
+    let (total, by) = crate::render::counts(&s.inputs_outdated);
     crate::render::notice(&format!(
-        "{total} inputs were read by an older chatmill ({}); their chunks lack what this one writes\n\
-         hint: `chatmill import --reprocess` reads them again and rewrites their chunks (`--only PLATFORM` for some)",
-        by.join(", ")
+        "{total} inputs were read by an older chatmill ({by}); their chunks lack what this one writes\n\
+         hint: `chatmill import --reprocess` reads them again and rewrites their chunks (`--only PLATFORM` for some)"
     ));
 }
 
