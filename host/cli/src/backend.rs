@@ -86,14 +86,10 @@ pub struct IndexConfig {
     pub chroma: Option<ChromaConfig>,
 }
 
-/// The configured embedder; on a missing local model or an unreachable
-/// endpoint, the lexical stand-in with a warning (searches say so too, and
-/// `chatmill reindex` re-embeds once the model is there). The local model
-/// is read at its first embedding, so weights that cannot be read are an
-/// error then rather than a fallback.
-pub fn embedder(root: &Path, cfg: &EmbeddingConfig) -> Result<Arc<dyn Embedder>, CliError> {
-    // CHATMILL_EMBEDDING overrides the provider (tests, one-off runs).
-    let provider = match std::env::var("CHATMILL_EMBEDDING").ok().as_deref() {
+/// The embedding provider in use: `CHATMILL_EMBEDDING` overrides the
+/// config's (tests, one-off runs).
+pub fn provider(cfg: &EmbeddingConfig) -> Result<Provider, CliError> {
+    Ok(match std::env::var("CHATMILL_EMBEDDING").ok().as_deref() {
         Some("local") => Provider::Local,
         Some("openai") => Provider::Openai,
         Some("lexical") => Provider::Lexical,
@@ -105,7 +101,16 @@ pub fn embedder(root: &Path, cfg: &EmbeddingConfig) -> Result<Arc<dyn Embedder>,
             .hint("use local, static, openai or lexical"));
         }
         _ => cfg.provider,
-    };
+    })
+}
+
+/// The configured embedder; on a missing local model or an unreachable
+/// endpoint, the lexical stand-in with a warning (searches say so too, and
+/// `chatmill reindex` re-embeds once the model is there). The local model
+/// is read at its first embedding, so weights that cannot be read are an
+/// error then rather than a fallback.
+pub fn embedder(root: &Path, cfg: &EmbeddingConfig) -> Result<Arc<dyn Embedder>, CliError> {
+    let provider = provider(cfg)?;
     let real: Result<Box<dyn Embedder>, IndexError> = match provider {
         Provider::Lexical => return Ok(Arc::new(Lexical::default())),
         Provider::Local => local(cfg, false),

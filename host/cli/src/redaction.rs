@@ -19,7 +19,7 @@ pub fn redactor(ctx: &Context) -> Result<Option<Redactor>, CliError> {
     if cfg.enabled && !ctx.no_redact {
         return keyed(ctx, &ctx.root).map(Some);
     }
-    let remote = remote_endpoints(ctx);
+    let remote = remote_endpoints(ctx)?;
     if !remote.is_empty() && !cfg.send_unredacted {
         return Err(CliError::usage(anyhow::anyhow!(
             "redaction is off, and text would go unredacted to {}",
@@ -77,24 +77,21 @@ fn config_error(e: chatmill_redact::Error) -> CliError {
 
 /// The header and embedding endpoints configured that are not on this
 /// machine.
-fn remote_endpoints(ctx: &Context) -> Vec<String> {
+fn remote_endpoints(ctx: &Context) -> Result<Vec<String>, CliError> {
     let mut out = Vec::new();
     if let Some(h) = &ctx.header
         && !is_loopback(&h.url)
     {
         out.push(format!("the header model at `{}`", h.url));
     }
-    let openai = std::env::var("CHATMILL_EMBEDDING").map_or(
-        ctx.embedding.provider == crate::backend::Provider::Openai,
-        |p| p == "openai",
-    );
+    let openai = crate::backend::provider(&ctx.embedding)? == crate::backend::Provider::Openai;
     if openai
         && let Some(url) = &ctx.embedding.url
         && !is_loopback(url)
     {
         out.push(format!("the embedding model at `{url}`"));
     }
-    out
+    Ok(out)
 }
 
 /// Whether `url`'s host is this machine (`localhost`, 127.0.0.0/8, `::1`).

@@ -55,13 +55,19 @@ pub fn add(into: &mut Counts, from: &Counts) {
 pub fn conversation(r: &Redactor, conv: &mut Conversation) -> Redactions {
     let mut out = Redactions::default();
     each_text(conv, &mut |at, text| {
-        let counts = match at.pair {
-            None => &mut out.conversation,
-            Some(i) => out.pairs.entry(i).or_default(),
-        };
-        field(r, text, counts);
+        let Redacted {
+            text: clean,
+            counts,
+        } = r.redact(text);
+        if let Cow::Owned(clean) = clean {
+            let into = match at.pair {
+                None => &mut out.conversation,
+                Some(i) => out.pairs.entry(i).or_default(),
+            };
+            add(into, &counts);
+            *text = clean;
+        }
     });
-    out.pairs.retain(|_, c| !c.is_empty());
     out
 }
 
@@ -131,26 +137,21 @@ fn part(part: &mut Part, side: &'static str, pair: u32, f: &mut dyn FnMut(At, &m
     }
 }
 
-/// Values, then keys (the map is rebuilt only when `f` changed a key).
+/// Keys and values; the entries are moved out and back (no string is
+/// copied), since `f` may change a key.
 fn metadata(
     map: &mut BTreeMap<String, String>,
     pair: Option<u32>,
     f: &mut dyn FnMut(At, &mut String),
 ) {
+    if map.is_empty() {
+        return;
+    }
     let at = |field| At { pair, field };
-    for value in map.values_mut() {
-        f(at("metadata value"), value);
-    }
-    let mut keys: Vec<String> = map.keys().cloned().collect();
-    let mut changed = false;
-    for k in &mut keys {
-        let before = k.clone();
-        f(at("metadata key"), k);
-        changed |= *k != before;
-    }
-    if changed {
-        let values = std::mem::take(map).into_values();
-        map.extend(keys.into_iter().zip(values));
+    for (mut key, mut value) in std::mem::take(map) {
+        f(at("metadata key"), &mut key);
+        f(at("metadata value"), &mut value);
+        map.insert(key, value);
     }
 }
 

@@ -155,7 +155,8 @@ pub(super) fn outcome(
     for d in &chunked.parsed.declined {
         let reason = format!(
             "adapter {} said it is not its format ({}); read with `{id}` instead",
-            d.adapter, d.message
+            d.adapter,
+            redacted(w, &d.message)
         );
         let hint = format!("`--adapter-id {id}` picks that adapter without asking the others");
         w.summary
@@ -164,7 +165,7 @@ pub(super) fn outcome(
     }
     for line in chunked.parsed.adjustments.lines() {
         let hint = "the adapter breaks a rule of `wit/adapter.wit`: report it to its author";
-        let reason = format!("adapter `{id}`: {line}");
+        let reason = format!("adapter `{id}`: {}", redacted(w, &line));
         w.summary
             .warnings
             .push(problem(key, reason, Some(hint.into()), false));
@@ -181,7 +182,7 @@ pub(super) fn outcome(
                     "chunks already written from it are kept; fix the file or force an adapter with `--adapter-id`, then run again (adapter `{id}`)"
                 ),
             };
-            (reason, hint)
+            (redacted(w, &reason), hint)
         }
         Ok(()) => (
             format!(
@@ -196,6 +197,15 @@ pub(super) fn outcome(
     w.summary
         .errors
         .push(problem(key, reason, Some(hint), false));
+}
+
+/// `text` an adapter wrote (an error, a decline) with its secrets replaced:
+/// it may quote the input, and it goes into the manifest and the summary.
+fn redacted(w: &Work<'_, '_, '_>, text: &str) -> String {
+    match w.svc.redactor {
+        Some(r) => r.redact(text).text.into_owned(),
+        None => text.to_owned(),
+    }
 }
 
 /// Puts on `record` what `chatmill report` checks preservation against:
